@@ -1,0 +1,1 @@
+"""The Kubernetes HTTP API over the store, as real kubectl and client libraries expect it."""

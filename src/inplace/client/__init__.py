@@ -1,0 +1,115 @@
+"""Async Kubernetes API client, informers and work queue; works against real clusters too.
+
+Public surface (the submodules are implementation detail):
+
+* configuration — :func:`load_config`, :func:`load_kubeconfig`, :func:`in_cluster_config`,
+  :class:`ClusterConfig`;
+* the client — :class:`Client`, :class:`Resource` and the resource constants (``PODS``,
+  ``NODES``, ...), :class:`WatchEvent`;
+* errors — :class:`APIError` and its tree (see :mod:`inplace.client.errors`);
+* caches — :class:`Informer`, :func:`key_of`, :func:`split_key`;
+* work — :class:`WorkQueue`, :func:`run_workers`, :class:`Clock`, :class:`FakeClock`.
+"""
+
+from .api import (
+    DEPLOYMENTS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    NAMESPACES,
+    NODEMETRICS,
+    NODES,
+    PODDISRUPTIONBUDGETS,
+    PODMETRICS,
+    PODS,
+    PRIORITYCLASSES,
+    REPLICASETS,
+    VERTICALPODAUTOSCALERS,
+    Client,
+    PatchType,
+    Resource,
+    WatchEvent,
+    WatchEventType,
+)
+from .config import ClusterConfig, in_cluster_config, load_config, load_kubeconfig
+from .errors import (
+    APIAlreadyExistsError,
+    APIBadRequestError,
+    APIClientError,
+    APIConflictError,
+    APIConnectionError,
+    APIError,
+    APIForbiddenError,
+    APIGoneError,
+    APIInvalidError,
+    APINotFoundError,
+    APIRequestEntityTooLargeError,
+    APIServerError,
+    APITooManyRequestsError,
+    APIUnauthorizedError,
+    APIUnsupportedMediaTypeError,
+    ConfigError,
+    error_from_status,
+)
+from .informer import Informer, key_of, split_key
+from .workqueue import (
+    Clock,
+    FakeClock,
+    ItemExponentialRateLimiter,
+    LoopClock,
+    ShutDown,
+    WorkQueue,
+    run_workers,
+)
+
+__all__ = [
+    "DEPLOYMENTS",
+    "EVENTS",
+    "JOBS",
+    "LEASES",
+    "NAMESPACES",
+    "NODEMETRICS",
+    "NODES",
+    "PODDISRUPTIONBUDGETS",
+    "PODMETRICS",
+    "PODS",
+    "PRIORITYCLASSES",
+    "REPLICASETS",
+    "VERTICALPODAUTOSCALERS",
+    "APIAlreadyExistsError",
+    "APIBadRequestError",
+    "APIClientError",
+    "APIConflictError",
+    "APIConnectionError",
+    "APIError",
+    "APIForbiddenError",
+    "APIGoneError",
+    "APIInvalidError",
+    "APINotFoundError",
+    "APIRequestEntityTooLargeError",
+    "APIServerError",
+    "APITooManyRequestsError",
+    "APIUnauthorizedError",
+    "APIUnsupportedMediaTypeError",
+    "Client",
+    "Clock",
+    "ClusterConfig",
+    "ConfigError",
+    "FakeClock",
+    "Informer",
+    "ItemExponentialRateLimiter",
+    "LoopClock",
+    "PatchType",
+    "Resource",
+    "ShutDown",
+    "WatchEvent",
+    "WatchEventType",
+    "WorkQueue",
+    "error_from_status",
+    "in_cluster_config",
+    "key_of",
+    "load_config",
+    "load_kubeconfig",
+    "run_workers",
+    "split_key",
+]

@@ -1,0 +1,1 @@
+"""Level-triggered controllers: workloads, disruption budgets, garbage collection, autoscaling."""

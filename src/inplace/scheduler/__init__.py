@@ -1,0 +1,1 @@
+"""Scheduler: places pods and arbitrates every resize."""
