@@ -1,0 +1,110 @@
+"""Fixtures for node tests: a real cgroup v1 driver under a throw-away root, and workloads.
+
+Every cgroup a test creates lives under ``inplace-test-<random>``; the fixture's finalizer
+thaws it, SIGKILLs whatever still runs in it and removes it, even when the test failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:  # the suite normally runs against an installed (editable) package
+    import inplace  # noqa: F401
+except ImportError:  # pragma: no cover - running from a bare checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from inplace.node.cgroups import CgroupError, V1Driver, detect_driver
+
+V1_SKIP_REASON = "needs root and a writable cgroup v1 memory hierarchy"
+
+
+def v1_available() -> bool:
+    if os.geteuid() != 0:
+        return False
+    try:
+        return detect_driver("inplace-probe").name == "v1"
+    except (OSError, CgroupError):
+        return False
+
+
+needs_v1 = pytest.mark.skipif(not v1_available(), reason=V1_SKIP_REASON)
+
+
+def python_cmd(code: str) -> list[str]:
+    """A workload: this interpreter running ``code`` (isolated, quick to start)."""
+    return [sys.executable, "-I", "-S", "-c", code]
+
+
+def workload_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def _kill_everything(driver: V1Driver) -> None:
+    """Thaw and SIGKILL every task under the driver root, then wait until they are gone."""
+    for controller in ("freezer", "memory"):
+        with contextlib.suppress(CgroupError):
+            base = driver.controller_dir(controller, "")
+            for dirpath, _, _ in os.walk(base):
+                if controller == "freezer" and dirpath != base:
+                    with contextlib.suppress(OSError):
+                        Path(dirpath, "freezer.state").write_text("THAWED")
+                if controller == "memory":
+                    with contextlib.suppress(OSError):
+                        Path(dirpath, "memory.oom_control").write_text("0")
+                        Path(dirpath, "memory.limit_in_bytes").write_text("-1")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pids: list[int] = []
+        base = driver.controller_dir("memory", "")
+        for dirpath, _, _ in os.walk(base):
+            with contextlib.suppress(OSError):
+                pids += [int(x) for x in Path(dirpath, "cgroup.procs").read_text().split()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def v1_driver() -> Iterator[V1Driver]:
+    if not v1_available():
+        pytest.skip(V1_SKIP_REASON)
+    driver = V1Driver(f"inplace-test-{uuid.uuid4().hex[:10]}")
+    try:
+        yield driver
+    finally:
+        _kill_everything(driver)
+        driver.remove("")
+
+
+def wait_for(predicate: object, *, timeout: float = 20.0, interval: float = 0.02) -> None:
+    """Poll ``predicate`` until true; fail the test (not a timing assertion: a hang guard)."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not reached within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+async def await_for(predicate: object, *, timeout: float = 20.0, interval: float = 0.02) -> None:
+    """:func:`wait_for` for async tests (does not block the event loop)."""
+    import asyncio
+
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not reached within {timeout}s: {predicate}")
+        await asyncio.sleep(interval)
