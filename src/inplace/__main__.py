@@ -1,0 +1,7 @@
+"""`python -m inplace` is the `inplace` command."""
+
+import sys
+
+from inplace.cli.main import main
+
+sys.exit(main())

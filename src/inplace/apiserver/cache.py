@@ -1,0 +1,293 @@
+"""The watch cache: every stored object in memory, fed by the store's revision log.
+
+As kube-apiserver does, GET, LIST and WATCH are served from memory at a known revision and only
+writes touch the database. One task follows `store.watch("/")` and applies each event in
+revision order; every object is kept with the exact bytes the store serialized, so a LIST is a
+join of byte strings and a watch event is serialized once for all watchers.
+
+Reads that ask for the latest state first wait until the cache has caught up with the store's
+current revision, so a client always reads its own writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import collections
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from inplace.api.kinds import Kind, Registry
+from inplace.store import Entry, Event, Store
+
+log = logging.getLogger(__name__)
+
+#: How many past events are kept for watches that resume from a revision.
+HISTORY = 50_000
+
+
+@dataclass(frozen=True)
+class CachedEvent:
+    """One change of one object, as watchers receive it."""
+
+    type: str
+    kind: Kind
+    key: str
+    namespace: str
+    value: dict[str, Any]
+    raw: bytes
+    revision: int
+    prev: dict[str, Any] | None
+
+
+Filter = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(eq=False)
+class Watcher:
+    """A registered watch: events for one kind (and namespace) that pass its filter."""
+
+    kind: Kind
+    namespace: str | None
+    matches: Filter | None
+    queue: asyncio.Queue[CachedEvent | None] = field(default_factory=asyncio.Queue)
+    closed: bool = False
+
+    def offer(self, event: CachedEvent) -> None:
+        """Queue `event` as this watcher should see it (a filtered watch sees moves in and out)."""
+        if self.namespace is not None and event.namespace != self.namespace:
+            return
+        if self.matches is None:
+            self.queue.put_nowait(event)
+            return
+        now = event.type != "DELETED" and self.matches(event.value)
+        before = event.prev is not None and self.matches(event.prev)
+        if event.type == "DELETED":
+            if before or self.matches(event.value):
+                self.queue.put_nowait(event)
+        elif now and (before or event.type == "ADDED"):
+            self.queue.put_nowait(event)
+        elif now:
+            self.queue.put_nowait(_retype(event, "ADDED"))
+        elif before:
+            self.queue.put_nowait(_retype(event, "DELETED"))
+
+
+def _retype(event: CachedEvent, type_: str) -> CachedEvent:
+    return CachedEvent(
+        type_,
+        event.kind,
+        event.key,
+        event.namespace,
+        event.value,
+        event.raw,
+        event.revision,
+        event.prev,
+    )
+
+
+class TooOldError(Exception):
+    """The requested revision is older than what the cache still holds."""
+
+
+class WatchCache:
+    """All stored objects by kind and namespace, plus a window of recent events."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self._store = store
+        self._registry = registry
+        self._by_prefix: dict[tuple[str, str], Kind] = {
+            (k.group or "core", k.plural): k for k in registry.kinds if k.stored
+        }
+        # kind -> namespace ("" for cluster-scoped) -> key -> entry
+        self._objects: dict[Kind, dict[str, dict[str, Entry]]] = {
+            k: {} for k in registry.kinds if k.stored
+        }
+        self._history: collections.deque[CachedEvent] = collections.deque(maxlen=HISTORY)
+        self._watchers: dict[Kind, set[Watcher]] = {k: set() for k in self._objects}
+        self._listeners: list[Callable[[CachedEvent], None]] = []
+        self.revision = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        revision, entries = await self._store.snapshot()
+        for entry in entries:
+            located = self._locate(entry.key)
+            if located is not None:
+                kind, namespace = located
+                self._objects[kind].setdefault(namespace, {})[entry.key] = entry
+        self.revision = revision
+        self._task = asyncio.create_task(self._follow(revision), name="watch-cache")
+        self.ready.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for watchers in self._watchers.values():
+            for watcher in list(watchers):
+                watcher.queue.put_nowait(None)
+
+    async def _follow(self, revision: int) -> None:
+        stream = self._store.watch("/", from_revision=revision)
+        async for event in stream:
+            self._apply(event)
+
+    def _locate(self, key: str) -> tuple[Kind, str] | None:
+        parts = key.split("/")
+        kind = self._by_prefix.get((parts[1], parts[2])) if len(parts) > 3 else None
+        if kind is None:
+            return None
+        return kind, (parts[3] if kind.namespaced and len(parts) > 4 else "")
+
+    def _apply(self, event: Event) -> None:
+        located = self._locate(event.key)
+        if located is None:
+            self._advance(event.revision)
+            return
+        kind, namespace = located
+        bucket = self._objects[kind].setdefault(namespace, {})
+        if event.type == "DELETED":
+            bucket.pop(event.key, None)
+        else:
+            existing = bucket.get(event.key)
+            bucket[event.key] = Entry(
+                key=event.key,
+                value=event.value,
+                raw=event.raw,
+                revision=event.revision,
+                create_revision=existing.create_revision if existing else event.revision,
+            )
+        cached = CachedEvent(
+            event.type,
+            kind,
+            event.key,
+            namespace,
+            event.value,
+            event.raw,
+            event.revision,
+            event.prev,
+        )
+        self._history.append(cached)
+        for watcher in self._watchers[kind]:
+            watcher.offer(cached)
+        for listener in self._listeners:
+            listener(cached)
+        self._advance(event.revision)
+
+    def _advance(self, revision: int) -> None:
+        self.revision = revision
+        while self._waiters and self._waiters[0][0] <= revision:
+            _, future = self._waiters.pop(0)
+            if not future.done():
+                future.set_result(None)
+
+    def add_listener(self, listener: Callable[[CachedEvent], None]) -> None:
+        """Call `listener` synchronously for every change (for in-server indexes and checks)."""
+        self._listeners.append(listener)
+
+    async def wait_for(self, revision: int, *, timeout: float = 10.0) -> None:
+        """Return once the cache holds every write up to `revision`."""
+        if self.revision >= revision:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        bisect.insort(self._waiters, (revision, future), key=lambda item: item[0])
+        await asyncio.wait_for(future, timeout)
+
+    async def sync(self) -> None:
+        """Catch up with the store's latest revision (read-your-writes)."""
+        await self.wait_for(self._store.current_revision)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, kind: Kind, key: str, namespace: str | None) -> Entry | None:
+        return self._objects[kind].get(namespace or "", {}).get(key)
+
+    def entries(self, kind: Kind, namespace: str | None) -> list[Entry]:
+        """Every object of `kind` (in `namespace` if given), sorted by key as upstream lists."""
+        buckets = self._objects[kind]
+        if namespace is not None:
+            bucket = buckets.get(namespace if kind.namespaced else "", {})
+            return [bucket[k] for k in sorted(bucket)]
+        out: list[Entry] = []
+        for ns in sorted(buckets):
+            bucket = buckets[ns]
+            out.extend(bucket[k] for k in sorted(bucket))
+        return out
+
+    def iter_values(self, kind: Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        buckets = self._objects[kind]
+        if namespace is not None:
+            yield from (e.value for e in buckets.get(namespace, {}).values())
+            return
+        for bucket in buckets.values():
+            yield from (e.value for e in bucket.values())
+
+    def count(self, kind: Kind, namespace: str | None = None) -> int:
+        buckets = self._objects[kind]
+        if namespace is not None:
+            return len(buckets.get(namespace, {}))
+        return sum(len(b) for b in buckets.values())
+
+    # -- watching -----------------------------------------------------------------------------
+
+    def watch(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        matches: Filter | None,
+        *,
+        from_revision: int | None,
+    ) -> tuple[Watcher, list[CachedEvent]]:
+        """Register a watcher; return it with the events it must see first.
+
+        `from_revision` None means "current state, then changes": the backlog is a synthetic
+        ADDED per existing object. A revision means "every change after it", from history;
+        TooOldError if the history no longer reaches back that far.
+        """
+        watcher = Watcher(kind, namespace if kind.namespaced else None, matches)
+        backlog: list[CachedEvent] = []
+        if from_revision is None:
+            for entry in self.entries(kind, watcher.namespace):
+                if matches is None or matches(entry.value):
+                    backlog.append(
+                        CachedEvent(
+                            "ADDED",
+                            kind,
+                            entry.key,
+                            watcher.namespace or "",
+                            entry.value,
+                            entry.raw,
+                            entry.revision,
+                            None,
+                        )
+                    )
+        elif from_revision < self.revision:
+            oldest = self._history[0].revision if self._history else self.revision + 1
+            if from_revision < oldest - 1:
+                raise TooOldError(from_revision)
+            collector = Watcher(kind, watcher.namespace, matches, queue=asyncio.Queue())
+            for event in self._history:
+                if event.revision > from_revision and event.kind is kind:
+                    collector.offer(event)
+            while not collector.queue.empty():
+                item = collector.queue.get_nowait()
+                if item is not None:
+                    backlog.append(item)
+        self._watchers[kind].add(watcher)
+        return watcher, backlog
+
+    def unwatch(self, watcher: Watcher) -> None:
+        watcher.closed = True
+        self._watchers[watcher.kind].discard(watcher)
+
+    def watcher_count(self) -> int:
+        return sum(len(w) for w in self._watchers.values())

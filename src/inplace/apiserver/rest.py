@@ -1,0 +1,636 @@
+"""The REST semantics of every served kind, over the store and the watch cache.
+
+HTTP-free: each operation takes and returns plain objects and raises `StatusError`, so the
+rules (defaulting, validation, resourceVersion preconditions, generation, graceful deletion,
+finalizers, subresources) are tested without a socket. Writes go to the store with a
+compare-and-swap on the revision the object was read at; a lost race is retried for patches
+(as upstream's GuaranteedUpdate does) and answered 409 for updates that named a
+resourceVersion.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from inplace.api import defaults as api_defaults
+from inplace.api import validation
+from inplace.api.kinds import Kind, Registry
+from inplace.api.patch import (
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
+from inplace.api.patchmeta import schema_for_kind
+from inplace.api.resources import qos_class
+from inplace.api.schema import (
+    check_fields,
+    is_crd,
+    strict_decoding_error,
+    unknown_field_warnings,
+)
+from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.errors import (
+    StatusError,
+    already_exists,
+    bad_request,
+    conflict,
+    not_found,
+    unsupported_media_type,
+)
+from inplace.store import ConflictError, Entry, KeyExistsError, NotFoundError, Store
+
+log = logging.getLogger(__name__)
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+}
+#: How often a patch is re-applied when a concurrent writer won the compare-and-swap.
+_PATCH_RETRIES = 16
+
+
+def now_rfc3339(clock: Callable[[], datetime.datetime] | None = None) -> str:
+    moment = clock() if clock else datetime.datetime.now(datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def patch_type_of(content_type: str) -> str:
+    media = content_type.split(";", 1)[0].strip().lower()
+    try:
+        return _PATCH_TYPES[media]
+    except KeyError:
+        raise unsupported_media_type(media) from None
+
+
+@dataclass
+class WriteResult:
+    """What a write produced: the object, and whether it was created (201) or not (200)."""
+
+    obj: dict[str, Any]
+    created: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+class REST:
+    """Create, read, update, patch and delete for every stored kind."""
+
+    def __init__(
+        self,
+        store: Store,
+        cache: WatchCache,
+        registry: Registry,
+        *,
+        clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.store = store
+        self.cache = cache
+        self.registry = registry
+        self.clock = clock
+        self._namespaces = registry.by_kind("", "Namespace")
+        self._priority_classes = registry.by_kind("scheduling.k8s.io", "PriorityClass")
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def get_entry(self, kind: Kind, namespace: str | None, name: str) -> Entry:
+        await self.cache.sync()
+        entry = self.cache.get(kind, kind.storage_key(name, namespace), namespace)
+        if entry is None:
+            raise not_found(kind.plural, kind.group, name)
+        return entry
+
+    # -- field checks -------------------------------------------------------------------------
+
+    def check_fields(self, kind: Kind, obj: dict[str, Any], mode: str) -> tuple[str, ...]:
+        """Apply `fieldValidation`: Strict rejects unknown fields, Warn reports, Ignore drops."""
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise bad_request(
+                f'fieldValidation must be one of "Ignore", "Warn", "Strict", got "{mode}"'
+            )
+        report = check_fields(kind, obj)
+        if report.type_errors:
+            if is_crd(kind):
+                raise StatusError(
+                    422,
+                    f'{kind.kind}.{kind.group} "{_name(obj)}" is invalid: {report.type_errors[0]}',
+                )
+            raise bad_request(strict_decoding_error(kind, report))
+        if not report.unknown:
+            return ()
+        if mode == "Strict":
+            raise bad_request(strict_decoding_error(kind, report))
+        for path in report.unknown:
+            _drop_path(obj, path)
+        if mode == "Warn":
+            return tuple(unknown_field_warnings(report))
+        return ()
+
+    # -- create -------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        obj: dict[str, Any],
+        *,
+        field_validation: str = "Warn",
+        dry_run: bool = False,
+    ) -> WriteResult:
+        self._check_type(kind, obj)
+        warnings = self.check_fields(kind, obj, field_validation)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = obj["metadata"] = {}
+        if kind.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            namespace = namespace or body_ns or "default"
+            meta["namespace"] = namespace
+            await self._require_namespace(namespace)
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and isinstance(meta.get("generateName"), str):
+            meta["name"] = meta["generateName"] + "".join(
+                secrets.choice(_NAME_CHARS) for _ in range(5)
+            )
+        for drop in (
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
+            meta.pop(drop, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339(self.clock)
+        if kind.has_spec:
+            meta["generation"] = 1
+        obj["apiVersion"] = kind.api_version
+        obj["kind"] = kind.kind
+        api_defaults.apply_defaults(kind, obj)
+        await self._admit_create(kind, obj)
+        self._validate(lambda: validation.validate_create(kind, obj))
+        if dry_run:
+            return WriteResult(obj, created=True, warnings=warnings)
+        name = meta.get("name")
+        try:
+            entry = await self.store.create(kind.storage_key(str(name), namespace), obj)
+        except KeyExistsError:
+            raise already_exists(kind.plural, kind.group, str(name)) from None
+        return WriteResult(entry.value, created=True, warnings=warnings)
+
+    async def _require_namespace(self, namespace: str) -> None:
+        assert self._namespaces is not None
+        await self.cache.sync()
+        entry = self.cache.get(self._namespaces, self._namespaces.storage_key(namespace), None)
+        if entry is None:
+            raise StatusError(
+                404,
+                f'namespaces "{namespace}" not found',
+                details={"name": namespace, "kind": "namespaces"},
+            )
+        if entry.value.get("metadata", {}).get("deletionTimestamp"):
+            raise StatusError(
+                403,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                details={"name": namespace, "kind": "namespaces"},
+            )
+
+    async def _admit_create(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """Upstream's admission for pods: priority from the PriorityClass; fresh status."""
+        if kind.kind != "Pod":
+            return
+        spec = obj.setdefault("spec", {})
+        class_name = spec.get("priorityClassName")
+        if class_name and self._priority_classes is not None:
+            entry = self.cache.get(
+                self._priority_classes, self._priority_classes.storage_key(class_name), None
+            )
+            if entry is None:
+                raise StatusError(
+                    403,
+                    f'pods "{obj["metadata"].get("name", "")}" is forbidden: no PriorityClass '
+                    f"with name {class_name} was found",
+                )
+            spec["priority"] = entry.value.get("value", 0)
+            spec.setdefault(
+                "preemptionPolicy", entry.value.get("preemptionPolicy", "PreemptLowerPriority")
+            )
+        elif self._priority_classes is not None and "priority" not in spec:
+            for value in self.cache.iter_values(self._priority_classes):
+                if value.get("globalDefault"):
+                    spec["priorityClassName"] = value["metadata"]["name"]
+                    spec["priority"] = value.get("value", 0)
+                    break
+            else:
+                spec["priority"] = 0
+        status: dict[str, Any] = {"phase": "Pending"}
+        try:
+            status["qosClass"] = qos_class(obj)
+        except ValueError:
+            pass  # invalid quantities: validation reports them by field
+        obj["status"] = status
+
+    # -- update -------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        field_validation: str = "Warn",
+        dry_run: bool = False,
+    ) -> WriteResult:
+        self._check_type(kind, obj)
+        warnings = self.check_fields(kind, obj, field_validation)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            raise StatusError(422, "metadata: Required value")
+        if meta.get("name") not in (None, name):
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})"
+            )
+        rv = meta.get("resourceVersion")
+        expected = _parse_rv(rv) if rv else None
+        entry = await self.get_entry(kind, namespace, name)
+        if expected is not None and expected != entry.revision:
+            raise conflict(kind.plural, kind.group, name)
+        result = await self._write(
+            kind,
+            namespace,
+            name,
+            entry,
+            obj,
+            subresource=subresource,
+            dry_run=dry_run,
+            strict_revision=expected is not None,
+        )
+        result.warnings = warnings
+        return result
+
+    async def patch(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        patch_type: str,
+        *,
+        subresource: str | None = None,
+        field_validation: str = "Warn",
+        dry_run: bool = False,
+    ) -> WriteResult:
+        if patch_type == "apply":
+            raise unsupported_media_type("application/apply-patch+yaml (server-side apply)")
+        schema = schema_for_kind(kind) if patch_type == "strategic" else None
+        if patch_type == "strategic" and schema is None:
+            raise unsupported_media_type("application/strategic-merge-patch+json")
+        if patch_type != "json" and not isinstance(body, dict):
+            raise bad_request("the body of a merge patch must be a JSON object")
+        for _ in range(_PATCH_RETRIES):
+            entry = await self.get_entry(kind, namespace, name)
+            current = entry.value
+            try:
+                if patch_type == "json":
+                    patched = apply_json_patch(current, body)
+                elif patch_type == "merge":
+                    patched = apply_merge_patch(current, body)
+                else:
+                    assert schema is not None
+                    patched = apply_strategic_merge_patch(current, body, schema)
+            except PatchError as exc:
+                raise StatusError(422, str(exc)) from exc
+            if not isinstance(patched, dict):
+                raise bad_request("the patched object is not a JSON object")
+            patched = copy.deepcopy(patched)
+            warnings = self.check_fields(kind, patched, field_validation)
+            meta = patched.setdefault("metadata", {})
+            requested = meta.get("resourceVersion")
+            if requested and _parse_rv(requested) != entry.revision:
+                raise conflict(kind.plural, kind.group, name)
+            try:
+                result = await self._write(
+                    kind,
+                    namespace,
+                    name,
+                    entry,
+                    patched,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    strict_revision=True,
+                )
+            except StatusError as exc:
+                if exc.code == 409 and not requested and exc.reason == "Conflict":
+                    continue
+                raise
+            result.warnings = warnings
+            return result
+        raise conflict(kind.plural, kind.group, name, "too many concurrent writers")
+
+    async def _write(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        entry: Entry,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None,
+        dry_run: bool,
+        strict_revision: bool,
+    ) -> WriteResult:
+        """Merge `obj` into the stored object as the (sub)resource allows, validate, CAS."""
+        old = entry.value
+        new = self._merge_for_subresource(kind, subresource, old, obj)
+        new["apiVersion"] = kind.api_version
+        new["kind"] = kind.kind
+        meta = new.setdefault("metadata", {})
+        old_meta = old.get("metadata", {})
+        for fixed in (
+            "uid",
+            "creationTimestamp",
+            "namespace",
+            "name",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if fixed in old_meta:
+                meta[fixed] = old_meta[fixed]
+            else:
+                meta.pop(fixed, None)
+        meta.pop("resourceVersion", None)
+        if subresource in (None, "resize"):
+            api_defaults.apply_defaults(kind, new, on_create=False)
+        if kind.has_spec and api_defaults.spec_changed(kind, new, old):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if subresource == "resize":
+            self._validate(lambda: validation.validate_resize(new, old))
+        elif subresource == "status":
+            self._validate(lambda: validation.validate_status_update(kind, new, old))
+        else:
+            self._validate(lambda: validation.validate_update(kind, new, old))
+        if new == old or _same_but_version(new, old):
+            return WriteResult(old)
+        if dry_run:
+            return WriteResult(new)
+        key = kind.storage_key(name, namespace)
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and (kind.kind != "Pod" or not meta.get("deletionGracePeriodSeconds"))
+        ):
+            # The last finalizer is gone: the object's deletion completes now.
+            try:
+                deleted = await self.store.delete(key, expected_revision=entry.revision)
+            except (ConflictError, NotFoundError):
+                raise conflict(kind.plural, kind.group, name) from None
+            return WriteResult(deleted.value)
+        try:
+            written = await self.store.update(key, new, expected_revision=entry.revision)
+        except ConflictError:
+            raise conflict(kind.plural, kind.group, name) from None
+        except NotFoundError:
+            raise not_found(kind.plural, kind.group, name) from None
+        return WriteResult(written.value)
+
+    def _merge_for_subresource(
+        self, kind: Kind, subresource: str | None, old: dict[str, Any], obj: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The main resource may not change status; /status may change only status; /resize
+        only what validate_resize allows (it sees the whole object, so it can name a field
+        that may not change)."""
+        new = copy.deepcopy(obj)
+        if subresource == "status":
+            new["spec"] = copy.deepcopy(old.get("spec"))
+            if new["spec"] is None:
+                new.pop("spec")
+            return new
+        if subresource == "resize":
+            new["status"] = copy.deepcopy(old.get("status", {}))
+            return new
+        if subresource is None and "status" in old and kind.subresources.count("status"):
+            new["status"] = copy.deepcopy(old["status"])
+        return new
+
+    # -- delete -------------------------------------------------------------------------------
+
+    async def delete(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        options: dict[str, Any],
+        *,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        entry = await self.get_entry(kind, namespace, name)
+        obj = entry.value
+        meta = obj.get("metadata", {})
+        preconditions = options.get("preconditions") or {}
+        if preconditions.get("uid") and preconditions["uid"] != meta.get("uid"):
+            raise conflict(
+                kind.plural,
+                kind.group,
+                name,
+                f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                f"UID in object meta: {meta.get('uid')}",
+            )
+        if (
+            preconditions.get("resourceVersion")
+            and _parse_rv(preconditions["resourceVersion"]) != entry.revision
+        ):
+            raise conflict(
+                kind.plural,
+                kind.group,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
+                f"{entry.revision}",
+            )
+        grace = self._grace_period(kind, obj, options.get("gracePeriodSeconds"))
+        finalizers = list(meta.get("finalizers") or [])
+        policy = options.get("propagationPolicy")
+        if options.get("orphanDependents") is True:
+            policy = "Orphan"
+        if policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if dry_run:
+            return obj
+        if kind.kind == "Namespace":
+            return await self._delete_namespace(kind, name, entry, finalizers)
+        if grace > 0 or finalizers:
+            if meta.get("deletionTimestamp"):
+                current = meta.get("deletionGracePeriodSeconds")
+                if current is None or grace >= current:
+                    return obj
+            updated = copy.deepcopy(obj)
+            umeta = updated["metadata"]
+            moment = (
+                datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
+            ) + datetime.timedelta(seconds=grace)
+            umeta["deletionTimestamp"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+            umeta["deletionGracePeriodSeconds"] = grace
+            if finalizers:
+                umeta["finalizers"] = finalizers
+            try:
+                written = await self.store.update(
+                    entry.key, updated, expected_revision=entry.revision
+                )
+            except ConflictError:
+                raise conflict(kind.plural, kind.group, name) from None
+            return written.value
+        try:
+            deleted = await self.store.delete(entry.key, expected_revision=entry.revision)
+        except ConflictError:
+            raise conflict(kind.plural, kind.group, name) from None
+        except NotFoundError:
+            raise not_found(kind.plural, kind.group, name) from None
+        return deleted.value
+
+    def _grace_period(self, kind: Kind, obj: dict[str, Any], requested: Any) -> int:
+        """Upstream: pods that are bound and not finished get their grace period; all else 0."""
+        if kind.kind != "Pod":
+            return 0
+        spec = obj.get("spec", {})
+        if not spec.get("nodeName") or obj.get("status", {}).get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            return 0
+        if requested is None:
+            requested = spec.get("terminationGracePeriodSeconds", 30)
+        try:
+            grace = int(requested)
+        except (TypeError, ValueError):
+            raise bad_request(f"gracePeriodSeconds: invalid value {requested!r}") from None
+        return max(grace, 0)
+
+    async def _delete_namespace(
+        self, kind: Kind, name: str, entry: Entry, finalizers: list[str]
+    ) -> dict[str, Any]:
+        """Mark the namespace Terminating and delete its contents; the namespace itself goes
+        once it is empty (see `finalize_namespace`)."""
+        if name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            raise StatusError(
+                403, f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+            )
+        obj = copy.deepcopy(entry.value)
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            meta["deletionTimestamp"] = now_rfc3339(self.clock)
+            meta["deletionGracePeriodSeconds"] = 0
+            obj.setdefault("status", {})["phase"] = "Terminating"
+            written = await self.store.update(entry.key, obj, expected_revision=entry.revision)
+            obj = written.value
+        for other in self.registry.kinds:
+            if not other.stored or not other.namespaced:
+                continue
+            for child in self.cache.entries(other, name):
+                child_name = child.value["metadata"]["name"]
+                try:
+                    await self.delete(other, name, child_name, {})
+                except StatusError as exc:
+                    if exc.code != 404:
+                        log.warning("deleting %s/%s: %s", name, child_name, exc.message)
+        await self.finalize_namespace(name)
+        return obj
+
+    async def finalize_namespace(self, name: str) -> None:
+        """Remove a terminating namespace once nothing is left in it."""
+        assert self._namespaces is not None
+        await self.cache.sync()
+        entry = self.cache.get(self._namespaces, self._namespaces.storage_key(name), None)
+        if entry is None or not entry.value.get("metadata", {}).get("deletionTimestamp"):
+            return
+        for other in self.registry.kinds:
+            if other.stored and other.namespaced and self.cache.count(other, name):
+                return
+        try:
+            await self.store.delete(entry.key, expected_revision=entry.revision)
+        except (ConflictError, NotFoundError):
+            pass
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _check_type(self, kind: Kind, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            raise bad_request(f"the body of the request must be a {kind.kind} object")
+        api_version, type_ = obj.get("apiVersion"), obj.get("kind")
+        if type_ not in (None, kind.kind) or api_version not in (None, kind.api_version):
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({kind.api_version})"
+                if api_version not in (None, kind.api_version)
+                else f"the kind in the data ({type_}) does not match the expected kind "
+                f"({kind.kind})"
+            )
+
+    @staticmethod
+    def _validate(check: Callable[[], None]) -> None:
+        try:
+            check()
+        except validation.ValidationError as exc:
+            raise StatusError(422, exc.message(), body=exc.status()) from exc
+
+
+def _name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
+def _parse_rv(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise bad_request(f'invalid resourceVersion "{value}"') from None
+
+
+def _same_but_version(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when `new` differs from `old` only in metadata.resourceVersion: a no-op write."""
+    old_meta = dict(old.get("metadata", {}))
+    old_meta.pop("resourceVersion", None)
+    return {**old, "metadata": old_meta} == new
+
+
+def _drop_path(obj: Any, path: str) -> None:
+    """Remove the field at an upstream-style path such as `spec.containers[0].foo`."""
+    segments: list[str | int] = []
+    for part in path.lstrip(".").split("."):
+        while "[" in part:
+            head, _, rest = part.partition("[")
+            if head:
+                segments.append(head)
+            index, _, part = rest.partition("]")
+            segments.append(int(index) if index.isdigit() else index)
+        if part:
+            segments.append(part)
+    target = obj
+    for segment in segments[:-1]:
+        try:
+            target = target[segment]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(target, dict) and segments:
+        target.pop(segments[-1], None)

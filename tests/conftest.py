@@ -1,0 +1,145 @@
+"""Shared fixtures: an in-process API server, and a real `inplace up` driven by real kubectl."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
+from inplace.apiserver.server import APIServer, APIServerConfig
+
+
+@dataclass
+class InProcessServer:
+    server: APIServer
+    url: str
+    token: str
+    tokens: TokenFile
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}"}
+
+
+@pytest.fixture
+async def apiserver(tmp_path: Path) -> AsyncIterator[InProcessServer]:
+    """An API server in this event loop on an ephemeral port (plain HTTP, token auth on)."""
+    tokens = TokenFile(tmp_path / "tokens.csv")
+    admin = tokens.token_for("admin", (MASTERS_GROUP,))
+    server = APIServer(
+        APIServerConfig(
+            data_dir=tmp_path / "apiserver", port=0, tokens=tokens, log_root=tmp_path / "logs"
+        )
+    )
+    await server.start()
+    try:
+        yield InProcessServer(server, f"http://127.0.0.1:{server.port}", admin, tokens)
+    finally:
+        await server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Cluster:
+    """A running `inplace up` and how to reach it."""
+
+    data_dir: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    output: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig.yaml"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            ["kubectl", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+            )
+        return result
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_cluster(data_dir: Path, port: int | None = None, *extra: str) -> Cluster:
+    """Start `inplace up` as a user would and wait until kubectl sees /readyz ok."""
+    port = port or free_port()
+    output = data_dir.parent / f"{data_dir.name}-up-{port}.log"
+    with open(output, "ab") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inplace",
+                "up",
+                "--data-dir",
+                str(data_dir),
+                "--port",
+                str(port),
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    cluster = Cluster(data_dir, port, process, output)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"inplace up exited early:\n{output.read_text()}")
+        if cluster.kubeconfig.exists() and "ready in" in output.read_text():
+            result = cluster.kubectl("get", "--raw", "/readyz", check=False, timeout=10)
+            if result.stdout.strip() == "ok":
+                return cluster
+        time.sleep(0.2)
+    cluster.stop(signal.SIGKILL)
+    raise AssertionError(f"inplace up did not become ready:\n{output.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One `inplace up` shared by the end-to-end tests of a session."""
+    if shutil.which("kubectl") is None:
+        pytest.fail("kubectl is required for the end-to-end tests and is not on PATH")
+    data_dir = tmp_path_factory.mktemp("cluster") / "data"
+    running = start_cluster(data_dir)
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -1,0 +1,116 @@
+"""Manifests the end-to-end tests apply: one object of every served kind."""
+
+EVERY_KIND = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: tour
+  labels: {purpose: e2e}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch-high}
+value: 1000
+description: batch work that may preempt
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: static-node
+  labels: {kubernetes.io/hostname: static-node}
+status:
+  capacity: {cpu: "2", memory: 4Gi, pods: "110"}
+  allocatable: {cpu: "2", memory: 4Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: worker
+  namespace: tour
+  labels: {app: worker, tier: batch}
+spec:
+  priorityClassName: batch-high
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "sleep 3600"]
+    resources:
+      requests: {cpu: 250m, memory: 64Mi}
+      limits: {cpu: 500m, memory: 128Mi}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: tour}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        command: ["sleep", "3600"]
+        resources: {requests: {cpu: 100m, memory: 32Mi}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: cache, namespace: tour}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata: {labels: {app: cache}}
+    spec:
+      containers:
+      - {name: cache, image: redis, command: ["sleep", "3600"]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sequence, namespace: tour}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: align
+        image: genomics
+        command: ["sh", "-c", "sleep 10"]
+        resources: {requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: "1", memory: 512Mi}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb, namespace: tour}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: holder, namespace: tour}
+spec: {holderIdentity: e2e, leaseDurationSeconds: 40}
+---
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata: {name: sequence-vpa, namespace: tour}
+spec:
+  targetRef: {apiVersion: batch/v1, kind: Job, name: sequence}
+  updatePolicy: {updateMode: InPlaceOrRecreate}
+  resourcePolicy:
+    containerPolicies:
+    - containerName: "*"
+      minAllowed: {cpu: 100m, memory: 64Mi}
+      maxAllowed: {cpu: "2", memory: 2Gi}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: worker.e2e, namespace: tour}
+involvedObject: {kind: Pod, namespace: tour, name: worker, apiVersion: v1}
+reason: Testing
+message: an event written by the end-to-end test
+type: Normal
+source: {component: e2e}
+firstTimestamp: "2026-01-01T00:00:00Z"
+lastTimestamp: "2026-01-01T00:00:00Z"
+count: 1
+"""
