@@ -1,0 +1,195 @@
+"""``inplace node``: run one node agent in the foreground.
+
+SIGTERM and SIGINT stop the agent and leave the workloads running (as kubelet does); a later
+agent with the same ``--data-dir`` re-adopts them from its checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from inplace.api.quantity import Quantity, QuantityError
+from inplace.client import Client, load_kubeconfig
+from inplace.loop import run as run_event_loop
+
+from .agent import AgentConfig, NodeAgent
+from .cgroups import NoneDriver, detect_driver
+from .cgroups.base import CgroupDriver
+
+__all__ = ["build_parser", "main"]
+
+
+def _quantity_milli(text: str) -> int:
+    try:
+        return Quantity.parse(text).milli_value()
+    except QuantityError as exc:
+        raise argparse.ArgumentTypeError(f"invalid cpu quantity {text!r}: {exc}") from None
+
+
+def _quantity_bytes(text: str) -> int:
+    try:
+        return Quantity.parse(text).value()
+    except QuantityError as exc:
+        raise argparse.ArgumentTypeError(f"invalid memory quantity {text!r}: {exc}") from None
+
+
+def build_parser(prog: str = "inplace node") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Run a node agent.")
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the node identity")
+    parser.add_argument("--node-name", default=socket.gethostname(), help="the Node's name")
+    parser.add_argument(
+        "--cpu",
+        type=_quantity_milli,
+        default=None,
+        help="allocatable CPU, e.g. 2 or 1500m (default: all CPUs)",
+    )
+    parser.add_argument(
+        "--memory",
+        type=_quantity_bytes,
+        default=None,
+        help="allocatable memory, e.g. 4Gi (default: all memory)",
+    )
+    parser.add_argument("--pods", type=int, default=110, help="maximum number of pods")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        required=True,
+        help="checkpoints (and logs, unless --log-root) go here",
+    )
+    parser.add_argument(
+        "--log-root",
+        type=Path,
+        default=None,
+        help="container logs root (kubelet's /var/log/pods layout; default: DATA_DIR/logs/pods)",
+    )
+    parser.add_argument(
+        "--cgroup-root",
+        default="inplace",
+        help="cgroup subtree of this agent's nodes (default: inplace)",
+    )
+    parser.add_argument(
+        "--cgroup-driver",
+        choices=("auto", "none"),
+        default="auto",
+        help="auto: the strongest available (v1, v2, none); none: no limits",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="stats endpoint port on 127.0.0.1 (0: pick one)"
+    )
+    parser.add_argument(
+        "--admit-without-scheduler",
+        action="store_true",
+        help="approve resizes on the agent's own ledger (no arbitrating "
+        "scheduler), as upstream's kubelet does",
+    )
+    parser.add_argument(
+        "--usage-interval", type=float, default=5.0, help="seconds between usage samples"
+    )
+    parser.add_argument(
+        "--simulated",
+        type=int,
+        default=0,
+        metavar="N",
+        help="serve N simulated nodes (no processes) instead of this host",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def config_from_args(args: argparse.Namespace) -> AgentConfig:
+    import psutil
+
+    cpu = args.cpu if args.cpu is not None else (os.cpu_count() or 1) * 1000
+    memory = args.memory if args.memory is not None else int(psutil.virtual_memory().total)
+    data_dir: Path = args.data_dir.expanduser().resolve()
+    log_root = (args.log_root or data_dir / "logs" / "pods").expanduser().resolve()
+    return AgentConfig(
+        node_name=args.node_name,
+        cpu_milli=cpu,
+        memory_bytes=memory,
+        data_dir=data_dir,
+        log_root=log_root,
+        max_pods=args.pods,
+        admit_without_scheduler=args.admit_without_scheduler,
+        http_port=args.port,
+        usage_every=args.usage_interval,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    config = config_from_args(args)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    (config.data_dir / "agent.pid").write_text(f"{os.getpid()}\n")
+    log = logging.getLogger("inplace.node")
+    if args.simulated:
+        return _run_simulated(args, config, log)
+    driver: CgroupDriver = (
+        NoneDriver() if args.cgroup_driver == "none" else detect_driver(args.cgroup_root)
+    )
+    log.info(
+        "node %s: cpu %dm, memory %d bytes, cgroup driver %s%s",
+        config.node_name,
+        config.cpu_milli,
+        config.memory_bytes,
+        driver.name,
+        "" if driver.enforces_limits else " (limits are NOT enforced)",
+    )
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        async with Client(load_kubeconfig(str(args.kubeconfig))) as client:
+            await NodeAgent(client, config, driver=driver).run(stop)
+
+    run_event_loop(serve())
+    return 0
+
+
+def _run_simulated(args: argparse.Namespace, config: AgentConfig, log: logging.Logger) -> int:
+    from .simulated import run_simulated
+
+    log.info(
+        "%d simulated nodes %s-1..%d: cpu %dm, memory %d bytes each",
+        args.simulated,
+        args.node_name,
+        args.simulated,
+        config.cpu_milli,
+        config.memory_bytes,
+    )
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        async with Client(load_kubeconfig(str(args.kubeconfig))) as client:
+            await run_simulated(client, config, args.simulated, stop, prefix=args.node_name)
+
+    run_event_loop(serve())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,491 @@
+"""The node agent's pure decisions: sizes, admission fit, resize planning, back-off, status.
+
+Nothing here performs I/O or reads a clock; every function takes the time it needs. The agent
+(:mod:`inplace.node.agent`) feeds them the pod dicts it got from its informer and the state it
+keeps in memory, and acts on what they return. That keeps the rules upstream's kubelet follows
+(admission messages, CrashLoopBackOff timing, condition shapes, the order of cgroup writes)
+testable with tables.
+
+Vocabulary:
+
+* *desired* — a container's ``spec.resources`` (what the user asked for, possibly resized);
+* *allocated* — what the agent admitted for it (checkpointed; reported as
+  ``status.containerStatuses[].allocatedResources``);
+* *actual* — what the cgroups hold (reported as ``status.containerStatuses[].resources``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.resources import container_limits, container_requests, pod_requests
+
+from .cgroups.base import CgroupResources
+from .cgroups.mapping import ContainerSizing, container_resources, pod_resources
+
+__all__ = [
+    "BACKOFF_INITIAL",
+    "BACKOFF_MAX",
+    "BACKOFF_RESET_AFTER",
+    "Alloc",
+    "CgroupWrite",
+    "ContainerState",
+    "FitResult",
+    "PendingResize",
+    "admission_check",
+    "alloc_of",
+    "crash_backoff",
+    "desired_allocs",
+    "fits_allocatable",
+    "merge_conditions",
+    "plan_resize",
+    "pod_allocated_requests",
+    "pod_phase",
+    "restart_needed",
+    "retry_order",
+    "rfc3339",
+    "sizing_of",
+]
+
+BACKOFF_INITIAL: Final = 10.0
+"""Upstream's first CrashLoopBackOff delay (seconds)."""
+BACKOFF_MAX: Final = 300.0
+"""Upstream's ceiling on the CrashLoopBackOff delay (5 minutes)."""
+BACKOFF_RESET_AFTER: Final = 600.0
+"""A container that ran this long (10 minutes) starts over at :data:`BACKOFF_INITIAL`."""
+
+RESOURCE_NAMES: Final = ("cpu", "memory")
+
+Alloc = dict[str, dict[str, str]]
+"""One container's resources as the API writes them, cpu and memory only:
+``{"requests": {"cpu": "250m"}, "limits": {"memory": "128Mi"}}``."""
+
+
+def rfc3339(moment: datetime) -> str:
+    """The API's timestamp format (second precision, ``Z``)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- sizes -----------------------------------------------------------------------------------
+
+
+def alloc_of(container: Mapping[str, Any]) -> Alloc:
+    """A container's cpu/memory requests (defaulted to limits, as API defaulting does) and
+    limits, as quantity strings."""
+    out: Alloc = {}
+    requests = {k: str(v) for k, v in container_requests(container).items() if k in RESOURCE_NAMES}
+    limits = {k: str(v) for k, v in container_limits(container).items() if k in RESOURCE_NAMES}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+def _milli(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return Quantity.parse(value).milli_value()
+    except QuantityError:
+        return None
+
+
+def _bytes(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return Quantity.parse(value).value()
+    except QuantityError:
+        return None
+
+
+def sizing_of(alloc: Mapping[str, Mapping[str, str]]) -> ContainerSizing:
+    """Integer view of an :data:`Alloc` (milli-CPU, bytes), for comparing and for cgroups."""
+    req = alloc.get("requests") or {}
+    lim = alloc.get("limits") or {}
+    return ContainerSizing(
+        requests_cpu_milli=_milli(req.get("cpu")),
+        limits_cpu_milli=_milli(lim.get("cpu")),
+        requests_memory=_bytes(req.get("memory")),
+        limits_memory=_bytes(lim.get("memory")),
+    )
+
+
+def desired_allocs(pod: Mapping[str, Any]) -> dict[str, Alloc]:
+    """Per container name (app and init containers), the resources the spec asks for."""
+    spec = pod.get("spec") or {}
+    out: dict[str, Alloc] = {}
+    for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        out[c["name"]] = alloc_of(c)
+    return out
+
+
+def _with_allocs(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> dict[str, Any]:
+    """A shallow pod copy whose containers carry ``allocs`` as their resources."""
+    spec = dict(pod.get("spec") or {})
+    for key in ("containers", "initContainers"):
+        items = []
+        for c in spec.get(key) or ():
+            c2 = dict(c)
+            if c["name"] in allocs:
+                c2["resources"] = allocs[c["name"]]
+            items.append(c2)
+        spec[key] = items
+    return {"metadata": pod.get("metadata") or {}, "spec": spec}
+
+
+def pod_allocated_requests(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> tuple[int, int]:
+    """What the pod holds on the node's ledger: upstream's pod requests (sidecars and init
+    containers aggregated, overhead added) computed over the allocated resources, as
+    ``(milli-CPU, bytes)``."""
+    reqs = pod_requests(_with_allocs(pod, allocs))
+    cpu, mem = reqs.get("cpu"), reqs.get("memory")
+    return (cpu.milli_value() if cpu else 0, mem.value() if mem else 0)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Outcome of an admission or resize check; ``reason`` is upstream's (``OutOfcpu``)."""
+
+    fits: bool
+    reason: str = ""
+    message: str = ""
+    never_fits: bool = False
+    """True when the request exceeds the node's allocatable on its own (``Infeasible``)."""
+
+
+def fits_allocatable(
+    request: tuple[int, int], used: tuple[int, int], allocatable: tuple[int, int]
+) -> FitResult:
+    """Kubelet's resource fit (``pkg/kubelet/lifecycle/predicate.go``): each resource's request
+    plus what admitted pods use must not exceed allocatable. Messages are upstream's, with
+    milli-CPU and bytes."""
+    names = ("cpu", "memory")
+    for name, req, use, cap in zip(names, request, used, allocatable, strict=True):
+        if req and req + use > cap:
+            return FitResult(
+                False,
+                reason=f"OutOf{name}",
+                message=(
+                    f"Node didn't have enough resource: {name}, requested: {req}, "
+                    f"used: {use}, capacity: {cap}"
+                ),
+                never_fits=req > cap,
+            )
+    return FitResult(True)
+
+
+def admission_check(
+    request: tuple[int, int],
+    used: tuple[int, int],
+    allocatable: tuple[int, int],
+    *,
+    pods_running: int,
+    max_pods: int,
+) -> FitResult:
+    """Admission of a new pod: the pod count first (reason ``OutOfpods``), then resources."""
+    if pods_running + 1 > max_pods:
+        return FitResult(
+            False,
+            reason="OutOfpods",
+            message=(
+                f"Node didn't have enough resource: pods, requested: 1, used: {pods_running}, "
+                f"capacity: {max_pods}"
+            ),
+        )
+    return fits_allocatable(request, used, allocatable)
+
+
+# -- resize ----------------------------------------------------------------------------------
+
+
+def restart_needed(
+    container: Mapping[str, Any], old: ContainerSizing, new: ContainerSizing, *, restart_all: bool
+) -> bool:
+    """Whether applying ``old → new`` restarts the container: its ``resizePolicy`` says
+    ``RestartContainer`` for a resource that changes (or the pod annotation
+    ``inplace.dev/resize-policy: Restart`` restarts every container that changes)."""
+    changed = set()
+    if (old.requests_cpu_milli, old.limits_cpu_milli) != (
+        new.requests_cpu_milli,
+        new.limits_cpu_milli,
+    ):
+        changed.add("cpu")
+    if (old.requests_memory, old.limits_memory) != (new.requests_memory, new.limits_memory):
+        changed.add("memory")
+    if not changed:
+        return False
+    if restart_all:
+        return True
+    for rule in container.get("resizePolicy") or ():
+        if rule.get("resourceName") in changed and rule.get("restartPolicy") == "RestartContainer":
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class CgroupWrite:
+    """One step of a resize: make cgroup ``path`` hold ``resources``."""
+
+    path: str
+    resources: CgroupResources
+    phase: Literal["grow-pod", "shrink-containers", "shrink-pod", "grow-containers"]
+
+
+def _lim_max(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def _lim_min(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _bigger(a: CgroupResources, b: CgroupResources) -> CgroupResources:
+    return CgroupResources(
+        cpu_shares=max(a.cpu_shares or 0, b.cpu_shares or 0) or None,
+        cpu_quota_us=_lim_max(
+            None if a.cpu_quota_unlimited else a.cpu_quota_us,
+            None if b.cpu_quota_unlimited else b.cpu_quota_us,
+        ),
+        cpu_period_us=b.cpu_period_us,
+        memory_limit_bytes=_lim_max(a.memory_limit_bytes, b.memory_limit_bytes),
+        pids_max=b.pids_max,
+    )
+
+
+def _smaller(a: CgroupResources, b: CgroupResources) -> CgroupResources:
+    return CgroupResources(
+        cpu_shares=min(a.cpu_shares or 1024, b.cpu_shares or 1024),
+        cpu_quota_us=_lim_min(
+            None if a.cpu_quota_unlimited else a.cpu_quota_us,
+            None if b.cpu_quota_unlimited else b.cpu_quota_us,
+        ),
+        cpu_period_us=b.cpu_period_us,
+        memory_limit_bytes=_lim_min(a.memory_limit_bytes, b.memory_limit_bytes),
+        pids_max=b.pids_max,
+    )
+
+
+def plan_resize(
+    pod_path: str,
+    pod_old: CgroupResources,
+    pod_new: CgroupResources,
+    containers: Sequence[tuple[str, CgroupResources, CgroupResources]],
+) -> list[CgroupWrite]:
+    """The cgroup writes that take a pod from old to new sizes without ever letting a child
+    exceed its parent or the node: grow the pod (to the larger of old and new per value),
+    shrink the containers (to the smaller), shrink the pod (to new), grow the containers (to
+    new). ``containers`` is ``(path, old, new)``. Writes that would change nothing are left
+    out, so a pure cpu resize never touches memory files and vice versa."""
+    writes: list[CgroupWrite] = []
+    current: dict[str, CgroupResources] = {pod_path: pod_old}
+    for path, old, _ in containers:
+        current[path] = old
+
+    def step(path: str, value: CgroupResources, phase: Any) -> None:
+        if current[path] != value:
+            writes.append(CgroupWrite(path, value, phase))
+            current[path] = value
+
+    step(pod_path, _bigger(pod_old, pod_new), "grow-pod")
+    for path, old, new in containers:
+        step(path, _smaller(old, new), "shrink-containers")
+    step(pod_path, pod_new, "shrink-pod")
+    for path, _, new in containers:
+        step(path, new, "grow-containers")
+    return writes
+
+
+def container_cgroup(alloc: Mapping[str, Mapping[str, str]]) -> CgroupResources:
+    """A container cgroup's values for an allocation (kubelet's mapping)."""
+    s = sizing_of(alloc)
+    return container_resources(s.requests_cpu_milli, s.limits_cpu_milli, s.limits_memory)
+
+
+def pod_cgroup(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> CgroupResources:
+    """The pod cgroup's values for the allocations of its containers."""
+    spec = pod.get("spec") or {}
+    app = [sizing_of(allocs.get(c["name"], {})) for c in spec.get("containers") or ()]
+    init = [sizing_of(allocs.get(c["name"], {})) for c in spec.get("initContainers") or ()]
+    return pod_resources(app, init_containers=init)
+
+
+@dataclass(frozen=True)
+class PendingResize:
+    """What orders deferred resizes when room appears on the node."""
+
+    key: str
+    increases: bool
+    """Whether the resize asks for more of any resource than is allocated."""
+    priority: int
+    guaranteed: bool
+    pending_since: str
+    """``lastTransitionTime`` of its ``PodResizePending`` condition (RFC 3339 sorts)."""
+
+
+def retry_order(pending: Iterable[PendingResize]) -> list[str]:
+    """DESIGN.md's order: resizes that do not increase requests first, then higher priority,
+    then Guaranteed before Burstable, then the longest pending."""
+    ordered = sorted(
+        pending, key=lambda p: (p.increases, -p.priority, not p.guaranteed, p.pending_since)
+    )
+    return [p.key for p in ordered]
+
+
+# -- back-off --------------------------------------------------------------------------------
+
+
+def crash_backoff(previous: float | None, ran_for: float) -> float:
+    """The delay before the next restart, as kubelet's back-off behaves: the first restart is
+    immediate (``previous`` None), then 10 s, doubling to 5 min; a container that ran for 10
+    minutes or more starts over (immediate restart)."""
+    if previous is None or ran_for >= BACKOFF_RESET_AFTER:
+        return 0.0
+    if previous <= 0:
+        return BACKOFF_INITIAL
+    return min(previous * 2, BACKOFF_MAX)
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ContainerState:
+    """What the agent knows about one container, from which its status is built."""
+
+    name: str
+    image: str = ""
+    init: bool = False
+    sidecar: bool = False
+    restart_count: int = 0
+    state: Literal["waiting", "running", "terminated"] = "waiting"
+    reason: str = "ContainerCreating"
+    message: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    pid: int | None = None
+    last_state: dict[str, Any] = field(default_factory=dict)
+    """``lastState`` as the API shows it (``{"terminated": {...}}``) or empty."""
+    backoff: float | None = None
+    """The current CrashLoopBackOff delay, None before the first restart."""
+
+    def status(self, *, allocated: Alloc | None, actual: Alloc | None) -> dict[str, Any]:
+        """``containerStatuses[]`` entry, upstream's shape."""
+        state: dict[str, Any]
+        if self.state == "running":
+            state = {"running": {"startedAt": self.started_at}}
+        elif self.state == "terminated":
+            term: dict[str, Any] = {
+                "exitCode": self.exit_code if self.exit_code is not None else 0,
+                "reason": self.reason or ("Completed" if not self.exit_code else "Error"),
+                "startedAt": self.started_at,
+                "finishedAt": self.finished_at,
+                "containerID": f"inplace://{self.pid}" if self.pid else None,
+            }
+            if self.signal:
+                term["signal"] = self.signal
+            if self.message:
+                term["message"] = self.message
+            state = {"terminated": {k: v for k, v in term.items() if v is not None}}
+        else:
+            waiting: dict[str, Any] = {"reason": self.reason or "ContainerCreating"}
+            if self.message:
+                waiting["message"] = self.message
+            state = {"waiting": waiting}
+        running = self.state == "running"
+        out: dict[str, Any] = {
+            "name": self.name,
+            "state": state,
+            "lastState": self.last_state,
+            "ready": running,
+            "restartCount": self.restart_count,
+            "image": self.image,
+            "imageID": f"inplace://{self.image}" if self.image else "",
+            "started": running,
+        }
+        if self.pid:
+            out["containerID"] = f"inplace://{self.pid}"
+        if allocated is not None and allocated.get("requests"):
+            out["allocatedResources"] = dict(allocated["requests"])
+        if actual:
+            out["resources"] = {k: dict(v) for k, v in actual.items()}
+        return out
+
+
+def pod_phase(
+    app: Iterable[ContainerState], restart_policy: str, *, initialized: bool, failed_init: bool
+) -> str:
+    """Upstream's phase rules (``getPhase``): Failed when an init container failed for good;
+    Pending until initialized; Running while any app container runs or will restart;
+    Succeeded when all ended with 0; Failed when all ended and one failed."""
+    if failed_init:
+        return "Failed"
+    containers = list(app)
+    if not initialized or not containers:
+        return "Pending"
+    running = sum(1 for c in containers if c.state == "running")
+    waiting = sum(1 for c in containers if c.state == "waiting")
+    if running:
+        return "Running"
+    if waiting:
+        # Waiting to start for the first time, or in back-off before a restart.
+        if all(
+            c.restart_count == 0 and not c.last_state for c in containers if c.state == "waiting"
+        ):
+            return "Pending"
+        return "Running"
+    failed = any((c.exit_code or 0) != 0 for c in containers)
+    if restart_policy == "Always":
+        return "Running"
+    if failed and restart_policy == "OnFailure":
+        return "Running"
+    return "Failed" if failed else "Succeeded"
+
+
+_OWN_CONDITIONS: Final = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+
+
+def merge_conditions(
+    current: Sequence[Mapping[str, Any]],
+    wanted: Mapping[str, dict[str, Any] | None],
+    now: str,
+) -> list[dict[str, Any]]:
+    """Conditions after applying ``wanted`` (type → condition, None = remove) to ``current``;
+    others (e.g. the scheduler's ``PodResizeScheduled``) are kept. ``lastTransitionTime``
+    stays when the status did not change, as upstream does."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for cond in current:
+        ctype = cond.get("type", "")
+        if ctype in wanted:
+            seen.add(ctype)
+            new = wanted[ctype]
+            if new is None:
+                continue
+            merged = {"type": ctype, **new}
+            if cond.get("status") == new.get("status") and cond.get("lastTransitionTime"):
+                merged["lastTransitionTime"] = cond["lastTransitionTime"]
+            else:
+                merged["lastTransitionTime"] = now
+            merged.setdefault("lastProbeTime", None)
+            out.append(merged)
+        else:
+            out.append(dict(cond))
+    for ctype, new in wanted.items():
+        if ctype in seen or new is None:
+            continue
+        out.append({"type": ctype, "lastProbeTime": None, "lastTransitionTime": now, **new})
+    order = {t: i for i, t in enumerate(_OWN_CONDITIONS)}
+    out.sort(key=lambda c: order.get(c["type"], len(order)))
+    return out

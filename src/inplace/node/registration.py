@@ -1,0 +1,281 @@
+"""A node's own objects: the Node (registration, status heartbeats) and its Lease.
+
+Upstream's kubelet shape: the Node is created once with capacity, allocatable, addresses,
+labels and ``nodeInfo``, its status (conditions with ``lastHeartbeatTime``) is patched every
+``node_status_every`` seconds, and the Lease in ``kube-node-lease`` is renewed every
+``lease_renew_every`` seconds (the cheap liveness signal). A node whose cgroup driver cannot
+enforce limits says so twice: annotation ``inplace.dev/limits-enforced: "false"`` and
+condition ``LimitsEnforced=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import platform
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from inplace.client import (
+    LEASES,
+    NODES,
+    APIAlreadyExistsError,
+    APIError,
+    APINotFoundError,
+    Client,
+)
+
+from .cgroups.base import CgroupDriver
+
+if TYPE_CHECKING:
+    from .agent import AgentConfig
+
+__all__ = [
+    "CGROUP_DRIVER_ANNOTATION",
+    "KUBELET_VERSION",
+    "LEASE_NAMESPACE",
+    "LIMITS_ANNOTATION",
+    "RUNTIME_VERSION",
+    "NodeRegistration",
+]
+
+log = logging.getLogger(__name__)
+
+KUBELET_VERSION: Final = "v1.33.0-inplace"
+RUNTIME_VERSION: Final = "inplace://0.1.0"
+LEASE_NAMESPACE: Final = "kube-node-lease"
+LIMITS_ANNOTATION: Final = "inplace.dev/limits-enforced"
+CGROUP_DRIVER_ANNOTATION: Final = "inplace.dev/cgroup-driver"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class NodeRegistration:
+    """Writes one node's Node and Lease. ``port`` gives the stats endpoint's port (published
+    as ``daemonEndpoints.kubeletEndpoint.Port``)."""
+
+    def __init__(
+        self, client: Client, config: AgentConfig, driver: CgroupDriver, port: Callable[[], int]
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.driver = driver
+        self.port = port
+        self._transition_times: dict[str, str] = {}
+
+    def node_object(self) -> dict[str, Any]:
+        cfg = self.config
+        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+        resources = {
+            "cpu": _cpu_text(cfg.cpu_milli),
+            "memory": f"{cfg.memory_bytes // 1024}Ki"
+            if cfg.memory_bytes % 1024 == 0
+            else str(cfg.memory_bytes),
+            "pods": str(cfg.max_pods),
+        }
+        enforced = "true" if self.driver.enforces_limits else "false"
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": cfg.node_name,
+                "labels": {
+                    "kubernetes.io/hostname": cfg.node_name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": arch,
+                    "beta.kubernetes.io/os": "linux",
+                    "beta.kubernetes.io/arch": arch,
+                    **cfg.labels,
+                },
+                "annotations": {
+                    LIMITS_ANNOTATION: enforced,
+                    CGROUP_DRIVER_ANNOTATION: self.driver.name,
+                },
+            },
+            "spec": {},
+            "status": self.node_status(resources),
+        }
+
+    def node_status(self, resources: dict[str, str] | None = None) -> dict[str, Any]:
+        cfg = self.config
+        if resources is None:
+            resources = self.node_object()["status"]["capacity"]
+        now = _now()
+        uname = platform.uname()
+        enforced = self.driver.enforces_limits
+        ready_message = "inplace node agent is posting ready status"
+        if not enforced:
+            ready_message += "; resource limits are NOT enforced (no writable cgroups: driver none)"
+        conditions = [
+            {"type": t, "status": "False", "reason": r, "message": m}
+            for t, r, m in (
+                (
+                    "MemoryPressure",
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                ),
+                ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            )
+        ]
+        conditions.append(
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ready_message}
+        )
+        conditions.append(
+            {
+                "type": "LimitsEnforced",
+                "status": "True" if enforced else "False",
+                "reason": f"CgroupDriver{self.driver.name.capitalize()}",
+                "message": (
+                    f"cgroup driver {self.driver.name} enforces cpu and memory limits"
+                    if enforced
+                    else "no writable cgroups: limits are recorded but NOT enforced"
+                ),
+            }
+        )
+        for cond in conditions:
+            cond["lastHeartbeatTime"] = now
+            cond["lastTransitionTime"] = self._transition_times.setdefault(cond["type"], now)
+        return {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": conditions,
+            "addresses": [
+                {"type": "InternalIP", "address": "127.0.0.1"},
+                {"type": "Hostname", "address": cfg.node_name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port()}},
+            "nodeInfo": {
+                "machineID": _machine_id(),
+                "systemUUID": _machine_id(),
+                "bootID": _boot_id(),
+                "kernelVersion": uname.release,
+                "osImage": _os_image(),
+                "containerRuntimeVersion": RUNTIME_VERSION,
+                "kubeletVersion": KUBELET_VERSION,
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": self.node_object_arch(),
+            },
+        }
+
+    def node_object_arch(self) -> str:
+        return {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+
+    async def register(self) -> None:
+        """Create the Node, or bring an existing one up to date (labels, status)."""
+        body = self.node_object()
+        while True:
+            try:
+                await self.client.create(NODES, body)
+                return
+            except APIAlreadyExistsError:
+                await self.client.patch(
+                    NODES,
+                    self.config.node_name,
+                    {
+                        "metadata": {
+                            "labels": body["metadata"]["labels"],
+                            "annotations": body["metadata"]["annotations"],
+                        }
+                    },
+                )
+                await self.client.patch(
+                    NODES,
+                    self.config.node_name,
+                    {"status": body["status"]},
+                    subresource="status",
+                )
+                return
+            except APIError as exc:
+                log.warning("registering node %s: %s; retrying", self.config.node_name, exc)
+                await asyncio.sleep(1.0)
+
+    async def renew_lease(self) -> None:
+        name = self.config.node_name
+        spec = {
+            "holderIdentity": name,
+            "leaseDurationSeconds": self.config.lease_duration,
+            "renewTime": _micro_now(),
+        }
+        try:
+            await self.client.patch(LEASES, name, {"spec": spec}, namespace=LEASE_NAMESPACE)
+        except APINotFoundError:
+            node = await self.client.get(NODES, name)
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": name,
+                    "namespace": LEASE_NAMESPACE,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Node",
+                            "name": name,
+                            "uid": node["metadata"]["uid"],
+                        }
+                    ],
+                },
+                "spec": {**spec, "acquireTime": spec["renewTime"]},
+            }
+            with contextlib.suppress(APIAlreadyExistsError):
+                await self.client.create(LEASES, body, namespace=LEASE_NAMESPACE)
+
+    async def lease_loop(self) -> None:
+        while True:
+            try:
+                await self.renew_lease()
+            except APIError as exc:
+                log.warning("renewing lease: %s", exc)
+            await asyncio.sleep(self.config.lease_renew_every)
+
+    async def status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.node_status_every)
+            try:
+                await self.client.patch(
+                    NODES,
+                    self.config.node_name,
+                    {"status": self.node_status()},
+                    subresource="status",
+                )
+            except APINotFoundError:
+                await self.register()
+            except APIError as exc:
+                log.warning("node status: %s", exc)
+
+
+def _cpu_text(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def _machine_id() -> str:
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            return Path(path).read_text().strip()
+    return socket.gethostname()
+
+
+def _boot_id() -> str:
+    with contextlib.suppress(OSError):
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return ""
+
+
+def _os_image() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return platform.platform()

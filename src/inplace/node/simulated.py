@@ -1,0 +1,225 @@
+"""Simulated nodes: the real agent logic (admission, resize, status, leases) without processes.
+
+One process serves N nodes (``inplace node --simulated N``). Each is a full
+:class:`~inplace.node.agent.NodeAgent` with its own Node (label ``inplace.dev/simulated:
+"true"``), Lease, ledger and checkpoints; only three parts are swapped:
+
+* the runtime, :class:`SimulatedRuntime`: a "container" is a record that runs until it is
+  stopped; its containerID is a made-up number, and a line is written to its log file so
+  ``kubectl logs`` works;
+* the cgroup driver, :class:`~inplace.node.cgroups.NoneDriver`: limits are recorded, not
+  applied (there is nothing to apply them to);
+* usage, which follows the pod annotation ``inplace.dev/usage-profile`` (see
+  :func:`parse_profile`) instead of cgroup readings.
+
+The nodes share one pod informer (one watch for all of them, indexed by node) and one stats
+endpoint (``/stats/summary?node=NAME``), so thousands of nodes cost thousands of small objects,
+not thousands of connections. The process authenticates as ``system:node-simulator``, which
+the API server allows to write simulated nodes and the pods bound to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from inplace.api.quantity import Quantity, QuantityError
+from inplace.client import PODS, Client, Informer
+
+from .agent import AgentConfig, NodeAgent, PodWorker
+from .cgroups import NoneDriver
+from .runtime import ExitStatus, ProcessSpec, RunningProcess
+from .stats import StatsServer
+
+__all__ = [
+    "PROFILE_ANNOTATION",
+    "SIMULATED_LABEL",
+    "SimulatedRuntime",
+    "UsageProfile",
+    "parse_profile",
+    "run_simulated",
+]
+
+PROFILE_ANNOTATION: Final = "inplace.dev/usage-profile"
+SIMULATED_LABEL: Final = "inplace.dev/simulated"
+
+
+class SimulatedRuntime:
+    """Containers that run until stopped (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(4_000_000)
+        self._running: dict[int, asyncio.Future[ExitStatus]] = {}
+
+    def _future(self, pid: int) -> asyncio.Future[ExitStatus]:
+        fut = self._running.get(pid)
+        if fut is None:
+            fut = self._running[pid] = asyncio.get_running_loop().create_future()
+        return fut
+
+    async def start(self, spec: ProcessSpec) -> RunningProcess:
+        pid = next(self._ids)
+        os.makedirs(os.path.dirname(spec.log_path), exist_ok=True)
+        with open(spec.log_path, "a") as fh:
+            fh.write(f"simulated container: {' '.join(spec.command)}\n")
+        self._future(pid)
+        return RunningProcess(pid=pid, start_time=time.time(), log_path=spec.log_path)
+
+    def adopt(self, pid: int, start_time: float, log_path: str) -> RunningProcess | None:
+        """A simulated container outlives its agent, as a real one does."""
+        self._future(pid)
+        return RunningProcess(pid=pid, start_time=start_time, log_path=log_path)
+
+    async def wait(self, proc: RunningProcess) -> ExitStatus:
+        return await asyncio.shield(self._future(proc.pid))
+
+    async def stop(self, proc: RunningProcess, *, grace_period: float) -> ExitStatus:
+        fut = self._future(proc.pid)
+        if not fut.done():
+            fut.set_result(
+                ExitStatus(
+                    exit_code=143, signal=15, oom_killed=False, finished_at=datetime.now(UTC)
+                )
+            )
+        self._running.pop(proc.pid, None)
+        return fut.result()
+
+
+# -- usage profiles ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageProfile:
+    """CPU (milli-cores) and memory (bytes) over time since the container started: points
+    ``(seconds, cpu, memory)``, linearly interpolated, constant after the last one."""
+
+    points: tuple[tuple[float, int, int], ...]
+
+    def at(self, elapsed: float) -> tuple[int, int]:
+        pts = self.points
+        if not pts:
+            return (0, 0)
+        if elapsed <= pts[0][0]:
+            return pts[0][1], pts[0][2]
+        for (t0, c0, m0), (t1, c1, m1) in itertools.pairwise(pts):
+            if t0 <= elapsed <= t1:
+                f = 0.0 if t1 == t0 else (elapsed - t0) / (t1 - t0)
+                return int(c0 + (c1 - c0) * f), int(m0 + (m1 - m0) * f)
+        return pts[-1][1], pts[-1][2]
+
+
+def _cpu(value: Any) -> int:
+    return Quantity.parse(str(value)).milli_value()
+
+
+def _mem(value: Any) -> int:
+    return Quantity.parse(str(value)).value()
+
+
+def parse_profile(raw: Any) -> UsageProfile:
+    """One profile from its JSON value:
+
+    * constant — ``{"cpu": "250m", "memory": "100Mi"}``;
+    * ramp — ``{"ramp": {"from": {"cpu": "100m", "memory": "50Mi"},
+      "to": {"cpu": "1", "memory": "1Gi"}, "seconds": 600}}``;
+    * points — ``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}`` (seconds since the
+      container started, interpolated linearly).
+
+    Raises ValueError for anything else."""
+    if not isinstance(raw, Mapping):
+        raise ValueError("a usage profile is a JSON object")
+    try:
+        if "points" in raw:
+            points = []
+            for item in raw["points"]:
+                if not isinstance(item, Sequence) or len(item) != 3:
+                    raise ValueError("each point is [seconds, cpu, memory]")
+                points.append((float(item[0]), _cpu(item[1]), _mem(item[2])))
+            points.sort(key=lambda p: p[0])
+            return UsageProfile(tuple(points))
+        if "ramp" in raw:
+            ramp = raw["ramp"]
+            start, end = ramp.get("from") or {}, ramp.get("to") or {}
+            seconds = float(ramp.get("seconds", 60))
+            return UsageProfile(
+                (
+                    (0.0, _cpu(start.get("cpu", 0)), _mem(start.get("memory", 0))),
+                    (seconds, _cpu(end.get("cpu", 0)), _mem(end.get("memory", 0))),
+                )
+            )
+        return UsageProfile(((0.0, _cpu(raw.get("cpu", 0)), _mem(raw.get("memory", 0))),))
+    except (QuantityError, TypeError, KeyError) as exc:
+        raise ValueError(f"invalid usage profile: {exc}") from None
+
+
+def profile_for(pod: Mapping[str, Any], container: str) -> UsageProfile | None:
+    """The pod's profile for ``container``: the annotation holds one profile for every
+    container, or an object keyed by container name."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(PROFILE_ANNOTATION)
+    if not text:
+        return None
+    try:
+        raw = json.loads(text)
+        if isinstance(raw, dict) and container in raw and isinstance(raw[container], dict):
+            raw = raw[container]
+        return parse_profile(raw)
+    except ValueError:
+        return None
+
+
+def simulated_usage(w: PodWorker, container: str) -> tuple[int, int]:
+    """(nano-cores, bytes) now, for the agent's usage loop."""
+    profile = profile_for(w.pod, container)
+    if profile is None:
+        return (0, 0)
+    started = w.started_mono.get(container)
+    elapsed = 0.0 if started is None else time.monotonic() - started
+    cpu_milli, memory = profile.at(elapsed)
+    return cpu_milli * 1_000_000, memory
+
+
+# -- the process ------------------------------------------------------------------------------
+
+
+async def run_simulated(
+    client: Client, base: AgentConfig, count: int, stop: asyncio.Event, *, prefix: str = "sim"
+) -> None:
+    """Serve ``count`` simulated nodes named ``<prefix>-<i>`` until ``stop``."""
+    informer = Informer(client, PODS)
+    stats = StatsServer(host=base.http_host, port=base.http_port)
+    await stats.start()
+    runtime = SimulatedRuntime()
+    agents: list[NodeAgent] = []
+    for i in range(1, count + 1):
+        name = f"{prefix}-{i}"
+        config = replace(
+            base,
+            node_name=name,
+            data_dir=base.data_dir / name,
+            labels={**base.labels, SIMULATED_LABEL: "true"},
+            workers=2,
+        )
+        agent = NodeAgent(
+            client,
+            config,
+            driver=NoneDriver(),
+            runtime=runtime,
+            informer=informer,
+            stats=stats,
+            usage=simulated_usage,
+        )
+        agents.append(agent)
+    informer_task = asyncio.create_task(informer.run(), name="simulated-pods")
+    try:
+        await asyncio.gather(*(agent.run(stop) for agent in agents))
+    finally:
+        informer.stop()
+        informer_task.cancel()
+        await stats.stop()

@@ -1,0 +1,268 @@
+"""Usage sampling and the agent's small HTTP endpoint (read by ``kubectl top`` via the API).
+
+Every ``interval`` seconds the sampler reads each running container's cgroup (cumulative CPU
+time, working-set memory; the ``none`` driver walks processes with psutil) and turns two
+consecutive CPU readings into a rate (nano-cores, as kubelet's Summary API reports it). A
+bounded history (``history_seconds``, 15 minutes by default) is kept per container for the
+autoscaler.
+
+The endpoint listens on ``127.0.0.1`` over plain HTTP, read-only and unauthenticated (it only
+reveals usage figures, and only to local processes). It serves:
+
+* ``GET /stats/summary`` — kubelet's Summary API shape, reduced to what ``metrics.k8s.io``
+  needs: ``node`` and ``pods[]`` with ``podRef`` and ``containers[]`` (``cpu.usageNanoCores``,
+  ``memory.workingSetBytes``) and the sample ``time``;
+* ``GET /stats/history`` — the kept history, per pod and container;
+* ``GET /healthz`` — ``ok``.
+
+``?node=NAME`` picks the node when one endpoint serves several (simulated nodes); without it
+the endpoint answers for the node it was created for.
+
+The port is published in the Node's ``status.daemonEndpoints.kubeletEndpoint.Port``.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .cgroups.base import CgroupDriver, CgroupError
+
+__all__ = ["ContainerRef", "Sample", "StatsServer", "UsageSampler"]
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    """A container to sample: which pod it belongs to and its cgroup path."""
+
+    namespace: str
+    pod: str
+    uid: str
+    container: str
+    cgroup_path: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    """Wall-clock time (seconds since the epoch)."""
+    cpu_nano_cores: int
+    memory_working_set: int
+
+
+@dataclass
+class _Series:
+    last_cpu_ns: int | None = None
+    last_at: float | None = None
+    samples: collections.deque[Sample] = field(default_factory=collections.deque)
+
+
+class UsageSampler:
+    """Reads cgroups; keeps the latest rate and a bounded history per container."""
+
+    def __init__(
+        self,
+        driver: CgroupDriver,
+        *,
+        node_path: str,
+        history_seconds: float = 900.0,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.driver = driver
+        self.node_path = node_path
+        self.history_seconds = history_seconds
+        self.wall = wall
+        self._series: dict[tuple[str, str], _Series] = {}
+        self._refs: dict[tuple[str, str], ContainerRef] = {}
+        self._node = _Series()
+
+    def _update(self, series: _Series, cpu_ns: int, memory: int, now: float) -> Sample:
+        rate = 0
+        if series.last_cpu_ns is not None and series.last_at is not None and now > series.last_at:
+            rate = max(0, int((cpu_ns - series.last_cpu_ns) / (now - series.last_at)))
+        series.last_cpu_ns, series.last_at = cpu_ns, now
+        sample = Sample(now, rate, memory)
+        series.samples.append(sample)
+        self._trim(series, now)
+        return sample
+
+    def sample(self, refs: Iterable[ContainerRef]) -> None:
+        """One sampling round (synchronous: a few small file reads per container)."""
+        now = self.wall()
+        seen: set[tuple[str, str]] = set()
+        for ref in refs:
+            key = (ref.uid, ref.container)
+            try:
+                usage = self.driver.usage(ref.cgroup_path)
+            except (CgroupError, OSError):
+                continue
+            seen.add(key)
+            self._refs[key] = ref
+            series = self._series.setdefault(key, _Series())
+            self._update(series, usage.cpu_usage_ns, usage.memory_working_set_bytes, now)
+        for key in list(self._series):
+            if key not in seen:
+                del self._series[key]
+                self._refs.pop(key, None)
+        try:
+            node = self.driver.usage(self.node_path)
+        except (CgroupError, OSError):
+            return
+        self._update(self._node, node.cpu_usage_ns, node.memory_working_set_bytes, now)
+
+    def record(self, usage: Iterable[tuple[ContainerRef, int, int]]) -> None:
+        """One round of usage that was not read from cgroups (simulated nodes): CPU rates in
+        nano-cores and memory in bytes per container; the node's usage is their sum."""
+        now = self.wall()
+        seen: set[tuple[str, str]] = set()
+        total_cpu = total_memory = 0
+        for ref, cpu, memory in usage:
+            key = (ref.uid, ref.container)
+            seen.add(key)
+            self._refs[key] = ref
+            series = self._series.setdefault(key, _Series())
+            series.last_at = now
+            series.samples.append(Sample(now, cpu, memory))
+            self._trim(series, now)
+            total_cpu += cpu
+            total_memory += memory
+        for key in list(self._series):
+            if key not in seen:
+                del self._series[key]
+                self._refs.pop(key, None)
+        self._node.last_at = now
+        self._node.samples.append(Sample(now, total_cpu, total_memory))
+        self._trim(self._node, now)
+
+    def _trim(self, series: _Series, now: float) -> None:
+        while series.samples and series.samples[0].at < now - self.history_seconds:
+            series.samples.popleft()
+
+    def latest(self) -> dict[tuple[str, str], tuple[ContainerRef, Sample]]:
+        out: dict[tuple[str, str], tuple[ContainerRef, Sample]] = {}
+        for key, series in self._series.items():
+            if series.samples and series.last_at is not None and len(series.samples) >= 1:
+                out[key] = (self._refs[key], series.samples[-1])
+        return out
+
+    def summary(self, node_name: str) -> dict[str, Any]:
+        """Kubelet's Summary API shape (the fields ``metrics.k8s.io`` needs)."""
+        pods: dict[str, dict[str, Any]] = {}
+        for ref, sample in self.latest().values():
+            pod = pods.setdefault(
+                ref.uid,
+                {
+                    "podRef": {"name": ref.pod, "namespace": ref.namespace, "uid": ref.uid},
+                    "containers": [],
+                },
+            )
+            pod["containers"].append(
+                {
+                    "name": ref.container,
+                    "cpu": {"time": _ts(sample.at), "usageNanoCores": sample.cpu_nano_cores},
+                    "memory": {
+                        "time": _ts(sample.at),
+                        "workingSetBytes": sample.memory_working_set,
+                    },
+                }
+            )
+        for pod in pods.values():
+            times = [c["cpu"]["time"] for c in pod["containers"]]
+            pod["time"] = max(times) if times else _ts(self.wall())
+        node: dict[str, Any] = {"nodeName": node_name}
+        if self._node.samples:
+            last = self._node.samples[-1]
+            node.update(
+                time=_ts(last.at),
+                cpu={"time": _ts(last.at), "usageNanoCores": last.cpu_nano_cores},
+                memory={"time": _ts(last.at), "workingSetBytes": last.memory_working_set},
+            )
+        return {"node": node, "pods": list(pods.values())}
+
+    def history(self) -> dict[str, Any]:
+        out: list[dict[str, Any]] = []
+        for key, series in self._series.items():
+            ref = self._refs[key]
+            out.append(
+                {
+                    "podRef": {"name": ref.pod, "namespace": ref.namespace, "uid": ref.uid},
+                    "container": ref.container,
+                    "samples": [
+                        [s.at, s.cpu_nano_cores, s.memory_working_set] for s in series.samples
+                    ],
+                }
+            )
+        return {"items": out}
+
+
+def _ts(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatsServer:
+    """The HTTP endpoint (see the module docstring)."""
+
+    def __init__(
+        self,
+        sampler: UsageSampler | None = None,
+        node_name: str = "",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.samplers: dict[str, UsageSampler] = {}
+        if sampler is not None:
+            self.samplers[node_name] = sampler
+        self.default = node_name
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        app = web.Application()
+        app.router.add_get("/stats/summary", self._summary)
+        app.router.add_get("/stats/history", self._history)
+        app.router.add_get("/healthz", self._health)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            self.port = int(server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def add(self, node_name: str, sampler: UsageSampler) -> None:
+        """Serve another node's usage too (one endpoint for many simulated nodes)."""
+        self.samplers[node_name] = sampler
+
+    def _pick(self, request: web.Request) -> tuple[str, UsageSampler]:
+        name = request.query.get("node") or self.default
+        sampler = self.samplers.get(name)
+        if sampler is None:
+            raise web.HTTPNotFound(text=f"no node {name!r} here")
+        return name, sampler
+
+    async def _summary(self, request: web.Request) -> web.Response:
+        name, sampler = self._pick(request)
+        return web.Response(
+            body=orjson.dumps(sampler.summary(name)), content_type="application/json"
+        )
+
+    async def _history(self, request: web.Request) -> web.Response:
+        _, sampler = self._pick(request)
+        return web.Response(body=orjson.dumps(sampler.history()), content_type="application/json")
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")

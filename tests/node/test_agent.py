@@ -1,0 +1,462 @@
+"""The node agent in-process against an in-process API server, with the ``none`` cgroup driver.
+
+Runs real (tiny) processes, no root needed. What the cgroup v1 path adds (real limits, the
+kernel refusing a memory shrink) is covered end to end in ``tests/e2e/test_node_agent.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from inplace.apiserver.nodemetrics import NodeMetricsProvider
+from inplace.client import (
+    EVENTS,
+    LEASES,
+    NODES,
+    PODS,
+    APIConflictError,
+    APINotFoundError,
+    Client,
+    ClusterConfig,
+)
+from inplace.node.agent import AgentConfig, NodeAgent
+from inplace.node.cgroups import NoneDriver
+from tests.conftest import InProcessServer
+
+NODE = "n1"
+
+
+@dataclass
+class Harness:
+    server: InProcessServer
+    admin: Client
+    node_client: Client
+    config: AgentConfig
+    agent: NodeAgent
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+
+    async def restart_agent(self, *, kill: bool) -> None:
+        """Stop the agent (``kill``: as SIGKILL would, nothing cleaned up) and start a new one
+        with the same data dir."""
+        if kill:
+            self.task.cancel()
+        else:
+            self.stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        self.stop = asyncio.Event()
+        self.agent = NodeAgent(self.node_client, self.config, driver=NoneDriver())
+        self.task = asyncio.create_task(self.agent.run(self.stop))
+
+
+def _client(server: InProcessServer, token: str) -> Client:
+    return Client(ClusterConfig(server=server.url, token=token))
+
+
+@pytest.fixture
+async def harness(apiserver: InProcessServer, tmp_path: Path) -> AsyncIterator[Harness]:
+    node_token = apiserver.tokens.token_for(f"system:node:{NODE}", ("system:nodes",))
+    admin = _client(apiserver, apiserver.token)
+    node_client = _client(apiserver, node_token)
+    config = AgentConfig(
+        node_name=NODE,
+        cpu_milli=1000,
+        memory_bytes=2**30,
+        data_dir=tmp_path / "node",
+        log_root=tmp_path / "logs",
+        admit_without_scheduler=True,
+        usage_every=0.2,
+    )
+    stop = asyncio.Event()
+    agent = NodeAgent(node_client, config, driver=NoneDriver())
+    task = asyncio.create_task(agent.run(stop))
+    h = Harness(apiserver, admin, node_client, config, agent, stop, task)
+    try:
+        await wait_for(lambda: get_node(h), what="node registered")
+        yield h
+    finally:
+        pids = [p.pid for w in h.agent.workers.values() for p in w.procs.values()]
+        h.stop.set()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(h.task, 10)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        await admin.close()
+        await node_client.close()
+
+
+async def get_node(h: Harness) -> dict[str, Any] | None:
+    try:
+        return await h.admin.get(NODES, NODE)
+    except APINotFoundError:
+        return None
+
+
+async def wait_for(predicate: Callable[[], Any], *, timeout: float = 20.0, what: str = "") -> Any:
+    """Bounded polling of an async predicate (a hang guard, not a timing assertion)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > deadline:
+            pytest.fail(f"not reached within {timeout}s: {what}")
+        await asyncio.sleep(0.05)
+
+
+def pod_body(
+    name: str,
+    command: list[str],
+    *,
+    cpu: str = "100m",
+    memory: str = "64Mi",
+    restart_policy: str = "Always",
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": NODE,
+            "restartPolicy": restart_policy,
+            "terminationGracePeriodSeconds": 2,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "test",
+                    "command": command,
+                    "resources": {
+                        "requests": {"cpu": cpu, "memory": memory},
+                        "limits": {"cpu": cpu, "memory": memory},
+                    },
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+SLEEP = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    "import os,time; print('pid', os.getpid(), flush=True); time.sleep(600)",
+]
+
+
+async def get_pod(h: Harness, name: str) -> dict[str, Any]:
+    return await h.admin.get(PODS, name, namespace="default")
+
+
+async def running_pod(h: Harness, name: str) -> dict[str, Any] | None:
+    pod = await get_pod(h, name)
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    if (
+        pod["status"].get("phase") == "Running"
+        and statuses
+        and all("running" in s["state"] for s in statuses)
+    ):
+        return pod
+    return None
+
+
+def main_status(pod: dict[str, Any]) -> dict[str, Any]:
+    return dict(pod["status"]["containerStatuses"][0])
+
+
+def pid_of(pod: dict[str, Any]) -> int:
+    return int(main_status(pod)["containerID"].removeprefix("inplace://"))
+
+
+async def delete_and_wait(h: Harness, name: str) -> None:
+    for _ in range(20):  # the API server answers 409 when the delete races a status write
+        try:
+            await h.admin.delete(PODS, name, namespace="default")
+            break
+        except APIConflictError:
+            await asyncio.sleep(0.05)
+
+    async def gone() -> bool:
+        try:
+            await get_pod(h, name)
+        except APINotFoundError:
+            return True
+        return False
+
+    await wait_for(gone, what=f"{name} deleted")
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+async def test_registers_node_and_lease(harness: Harness) -> None:
+    node = await harness.admin.get(NODES, NODE)
+    assert node["status"]["allocatable"] == {"cpu": "1", "memory": "1048576Ki", "pods": "110"}
+    assert node["metadata"]["annotations"]["inplace.dev/limits-enforced"] == "false"
+    limits = next(c for c in node["status"]["conditions"] if c["type"] == "LimitsEnforced")
+    assert limits["status"] == "False" and "NOT enforced" in limits["message"]
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and ready["lastHeartbeatTime"]
+    lease = await wait_for(lambda: _lease(harness), what="lease created")
+    assert lease["spec"]["holderIdentity"] == NODE
+    assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+
+
+async def _lease(h: Harness) -> dict[str, Any] | None:
+    try:
+        return await h.admin.get(LEASES, NODE, namespace="kube-node-lease")
+    except APINotFoundError:
+        return None
+
+
+async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    await h.admin.create(PODS, pod_body("app", SLEEP))
+    pod = await wait_for(lambda: running_pod(h, "app"), what="app Running")
+    pid = pid_of(pod)
+    status = main_status(pod)
+    assert status["restartCount"] == 0
+    assert status["allocatedResources"] == {"cpu": "100m", "memory": "64Mi"}
+    uid = pod["metadata"]["uid"]
+    log = tmp_path / "logs" / f"default_app_{uid}" / "main" / "0.log"
+    await wait_for(lambda: log.exists() and f"pid {pid}" in log.read_text(), what="log written")
+
+    # Resize: recorded (none driver), PID kept, events posted.
+    want = {
+        "requests": {"cpu": "200m", "memory": "128Mi"},
+        "limits": {"cpu": "200m", "memory": "128Mi"},
+    }
+    await h.admin.patch(
+        PODS,
+        "app",
+        {"spec": {"containers": [{"name": "main", "resources": want}]}},
+        namespace="default",
+        subresource="resize",
+        patch_type="strategic",
+    )
+
+    async def resized() -> dict[str, Any] | None:
+        pod = await get_pod(h, "app")
+        return pod if main_status(pod).get("resources") == want else None
+
+    pod = await wait_for(resized, what="resize applied")
+    assert pid_of(pod) == pid and main_status(pod)["restartCount"] == 0
+    assert not [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
+    reasons = await wait_for(
+        lambda: _event_reasons(h, "app", {"ResizeStarted", "ResizeCompleted"}), what="resize events"
+    )
+    assert {"ResizeStarted", "ResizeCompleted"} <= reasons
+
+    # A resize that can never fit: Infeasible.
+    big = {"requests": {"cpu": "4"}, "limits": {"cpu": "4"}}
+    await h.admin.patch(
+        PODS,
+        "app",
+        {"spec": {"containers": [{"name": "main", "resources": big}]}},
+        namespace="default",
+        subresource="resize",
+        patch_type="strategic",
+    )
+
+    async def infeasible() -> dict[str, Any] | None:
+        pod = await get_pod(h, "app")
+        for c in pod["status"].get("conditions") or ():
+            if c["type"] == "PodResizePending" and c.get("reason") == "Infeasible":
+                return c
+        return None
+
+    cond = await wait_for(infeasible, what="PodResizePending Infeasible")
+    assert (
+        cond["message"] == "Node didn't have enough capacity: cpu, requested: 4000, capacity: 1000"
+    )
+    assert cond["observedGeneration"] == (await get_pod(h, "app"))["metadata"]["generation"]
+
+    # The agent dies as if SIGKILLed and comes back: same process, same restart count.
+    await h.restart_agent(kill=True)
+    assert psutil.Process(pid).is_running()
+    await wait_for(lambda: h.agent.workers, what="re-adopted")
+    worker = next(iter(h.agent.workers.values()))
+    assert worker.procs["main"].pid == pid
+    await h.admin.patch(
+        PODS,
+        "app",
+        {"spec": {"containers": [{"name": "main", "resources": want}]}},
+        namespace="default",
+        subresource="resize",
+        patch_type="strategic",
+    )
+
+    async def settled() -> dict[str, Any] | None:
+        pod = await get_pod(h, "app")
+        conds = [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
+        return pod if not conds and pod["status"]["phase"] == "Running" else None
+
+    pod = await wait_for(settled, what="pending cleared after restart")
+    assert pid_of(pod) == pid and main_status(pod)["restartCount"] == 0
+
+    # Graceful deletion: SIGTERM, then the agent confirms with gracePeriodSeconds=0.
+    await delete_and_wait(h, "app")
+    await wait_for(lambda: not _alive(pid), what="process stopped")
+    assert not list((tmp_path / "node" / "checkpoints").glob("*.json"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def _event_reasons(h: Harness, name: str, want: set[str]) -> set[str] | None:
+    events = await h.admin.list(EVENTS, namespace="default")
+    reasons = {e["reason"] for e in events["items"] if e["involvedObject"]["name"] == name}
+    return reasons if want <= reasons else None
+
+
+async def test_exit_while_agent_is_down_is_reaped_with_its_code(harness: Harness) -> None:
+    h = harness
+    await h.admin.create(PODS, pod_body("job", SLEEP, restart_policy="Never"))
+    pod = await wait_for(lambda: running_pod(h, "job"), what="job Running")
+    pid = pid_of(pod)
+    h.task.cancel()  # the agent "dies"
+    with contextlib.suppress(asyncio.CancelledError):
+        await h.task
+    os.kill(pid, signal.SIGTERM)
+    await wait_for(lambda: not _alive(pid), what="workload exited")
+    h.stop = asyncio.Event()
+    h.agent = NodeAgent(h.node_client, h.config, driver=NoneDriver())
+    h.task = asyncio.create_task(h.agent.run(h.stop))
+
+    async def failed() -> dict[str, Any] | None:
+        pod = await get_pod(h, "job")
+        return pod if pod["status"].get("phase") == "Failed" else None
+
+    pod = await wait_for(failed, what="job Failed")
+    term = main_status(pod)["state"]["terminated"]
+    assert term["exitCode"] == 143 and term["signal"] == 15 and term["reason"] == "Error"
+    assert main_status(pod)["restartCount"] == 0
+    await delete_and_wait(h, "job")
+
+
+async def test_rejects_a_pod_that_does_not_fit(harness: Harness) -> None:
+    h = harness
+    await h.admin.create(PODS, pod_body("huge", SLEEP, memory="2Gi"))
+
+    async def failed() -> dict[str, Any] | None:
+        pod = await get_pod(h, "huge")
+        return pod if pod["status"].get("phase") == "Failed" else None
+
+    pod = await wait_for(failed, what="huge rejected")
+    assert pod["status"]["reason"] == "OutOfmemory"
+    assert pod["status"]["message"] == (
+        "Pod was rejected: Node didn't have enough resource: memory, requested: "
+        f"{2 * 2**30}, used: 0, capacity: {2**30}"
+    )
+
+
+async def test_crash_loop_backoff_and_init_containers(harness: Harness) -> None:
+    h = harness
+    body = pod_body(
+        "crashy", [sys.executable, "-I", "-S", "-c", "print('boom'); raise SystemExit(3)"]
+    )
+    body["spec"]["initContainers"] = [
+        {"name": "init", "image": "test", "command": [sys.executable, "-I", "-S", "-c", "pass"]},
+    ]
+    await h.admin.create(PODS, body)
+
+    async def backing_off() -> dict[str, Any] | None:
+        pod = await get_pod(h, "crashy")
+        state = main_status(pod)["state"] if pod["status"].get("containerStatuses") else {}
+        return pod if state.get("waiting", {}).get("reason") == "CrashLoopBackOff" else None
+
+    pod = await wait_for(backing_off, what="CrashLoopBackOff")
+    status = main_status(pod)
+    assert status["restartCount"] == 1
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert status["state"]["waiting"]["message"].startswith(
+        "back-off 10s restarting failed container=main pod=crashy_default("
+    )
+    init = pod["status"]["initContainerStatuses"][0]
+    assert init["state"]["terminated"]["reason"] == "Completed"
+    assert pod["status"]["phase"] == "Running"
+    await delete_and_wait(h, "crashy")
+
+
+async def test_usage_summary_and_metrics_provider(harness: Harness) -> None:
+    h = harness
+    await h.admin.create(PODS, pod_body("busy", SLEEP))
+    await wait_for(lambda: running_pod(h, "busy"), what="busy Running")
+    await wait_for(lambda: h.agent.sampler.latest(), what="a usage sample")
+
+    async def nodes() -> list[dict[str, Any]]:
+        return [await h.admin.get(NODES, NODE)]
+
+    provider = NodeMetricsProvider(nodes, ttl=0)
+    pods = await wait_for(lambda: provider("PodMetrics", "default"), what="pod metrics")
+    assert pods[0]["metadata"]["name"] == "busy"
+    assert pods[0]["containers"][0]["name"] == "main"
+    assert pods[0]["containers"][0]["usage"]["memory"].endswith("Ki")
+    assert await provider("PodMetrics", "elsewhere") == []
+    node_metrics = await wait_for(lambda: provider("NodeMetrics", None), what="node metrics")
+    assert node_metrics[0]["metadata"]["name"] == NODE
+    assert node_metrics[0]["usage"]["cpu"].endswith("n")
+    await delete_and_wait(h, "busy")
+
+
+async def test_deferred_resize_goes_through_when_room_appears(harness: Harness) -> None:
+    h = harness
+    await h.admin.create(PODS, pod_body("small", SLEEP, cpu="300m"))
+    await h.admin.create(PODS, pod_body("filler", SLEEP, cpu="600m"))
+    await wait_for(lambda: running_pod(h, "small"), what="small Running")
+    await wait_for(lambda: running_pod(h, "filler"), what="filler Running")
+    want = {
+        "requests": {"cpu": "600m", "memory": "64Mi"},
+        "limits": {"cpu": "600m", "memory": "64Mi"},
+    }
+    body = {"spec": {"containers": [{"name": "main", "resources": want}]}}
+    await h.admin.patch(
+        PODS, "small", body, namespace="default", subresource="resize", patch_type="strategic"
+    )
+
+    async def deferred() -> dict[str, Any] | None:
+        pod = await get_pod(h, "small")
+        for c in pod["status"].get("conditions") or ():
+            if c["type"] == "PodResizePending" and c.get("reason") == "Deferred":
+                return c
+        return None
+
+    cond = await wait_for(deferred, what="Deferred")
+    assert cond["message"] == (
+        "Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000"
+    )
+    assert await wait_for(lambda: _event_reasons(h, "small", {"ResizeDeferred"}), what="event")
+    # Room appears: the filler goes away, and the deferred resize is retried at once (not on
+    # its back-off timer, which would also get there).
+    await delete_and_wait(h, "filler")
+
+    async def applied() -> dict[str, Any] | None:
+        pod = await get_pod(h, "small")
+        conds = [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
+        return pod if not conds and main_status(pod).get("resources") == want else None
+
+    pod = await wait_for(applied, what="deferred resize applied")
+    assert main_status(pod)["restartCount"] == 0
+    await delete_and_wait(h, "small")

@@ -1,0 +1,439 @@
+"""The agent's pure decisions (inplace.node.model): tables, no I/O, no clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inplace.node.cgroups.base import CgroupResources
+from inplace.node.cgroups.mapping import ContainerSizing
+from inplace.node.model import (
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    ContainerState,
+    admission_check,
+    alloc_of,
+    container_cgroup,
+    crash_backoff,
+    desired_allocs,
+    fits_allocatable,
+    merge_conditions,
+    plan_resize,
+    pod_allocated_requests,
+    pod_cgroup,
+    pod_phase,
+    restart_needed,
+    sizing_of,
+)
+
+Mi = 2**20
+
+
+# -- sizes -----------------------------------------------------------------------------------
+
+
+def test_alloc_of_defaults_requests_to_limits_and_keeps_cpu_memory_only() -> None:
+    container = {
+        "name": "c",
+        "resources": {"limits": {"cpu": "500m", "memory": "128Mi", "ephemeral-storage": "1Gi"}},
+    }
+    assert alloc_of(container) == {
+        "requests": {"cpu": "500m", "memory": "128Mi"},
+        "limits": {"cpu": "500m", "memory": "128Mi"},
+    }
+    assert alloc_of({"name": "c"}) == {}
+
+
+@pytest.mark.parametrize(
+    ("alloc", "sizing"),
+    [
+        ({}, ContainerSizing()),
+        (
+            {"requests": {"cpu": "1", "memory": "1Gi"}},
+            ContainerSizing(requests_cpu_milli=1000, requests_memory=2**30),
+        ),
+        (
+            {"requests": {"cpu": "1500m"}, "limits": {"cpu": "2", "memory": "1e9"}},
+            ContainerSizing(1500, 2000, None, 10**9),
+        ),
+    ],
+)
+def test_sizing_of(alloc: dict[str, Any], sizing: ContainerSizing) -> None:
+    assert sizing_of(alloc) == sizing
+
+
+def test_equal_quantities_in_other_spellings_are_equal_sizes() -> None:
+    assert sizing_of({"requests": {"cpu": "1"}}) == sizing_of({"requests": {"cpu": "1000m"}})
+    assert sizing_of({"limits": {"memory": "1Gi"}}) == sizing_of({"limits": {"memory": str(2**30)}})
+
+
+def _pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"containers": list(containers), "initContainers": list(init)},
+    }
+
+
+def _c(
+    name: str, cpu: str | None = None, memory: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    return {"name": name, "resources": {"requests": requests}, **extra}
+
+
+def test_pod_allocated_requests_uses_allocations_and_aggregates_sidecars() -> None:
+    pod = _pod(
+        _c("a", "100m", "10Mi"),
+        _c("b", "200m", "20Mi"),
+        init=(_c("init", "1", "5Mi"), _c("side", "50m", "1Mi", restartPolicy="Always")),
+    )
+    allocs = desired_allocs(pod)
+    # init peak: 1000m (+ sidecars started before it: none) vs 100+200+50 = 350m -> 1000m
+    assert pod_allocated_requests(pod, allocs)[0] == 1000
+    assert pod_allocated_requests(pod, allocs)[1] == 31 * Mi
+    allocs["a"] = {"requests": {"cpu": "900m", "memory": "100Mi"}}
+    assert pod_allocated_requests(pod, allocs) == (1150, 121 * Mi)
+
+
+# -- admission -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("request_", "used", "fits", "reason", "message", "never"),
+    [
+        ((500, Mi), (500, 0), True, "", "", False),
+        (
+            (600, Mi),
+            (500, 0),
+            False,
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 600, used: 500, capacity: 1000",
+            False,
+        ),
+        (
+            (100, 2 * 2**30),
+            (0, 0),
+            False,
+            "OutOfmemory",
+            f"Node didn't have enough resource: memory, requested: {2 * 2**30}, used: 0, "
+            f"capacity: {2**30}",
+            True,
+        ),
+        ((0, 0), (5000, 5 * 2**30), True, "", "", False),  # BestEffort always fits
+        (
+            (2000, 0),
+            (0, 0),
+            False,
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000",
+            True,
+        ),
+    ],
+)
+def test_fits_allocatable(
+    request_: tuple[int, int],
+    used: tuple[int, int],
+    fits: bool,
+    reason: str,
+    message: str,
+    never: bool,
+) -> None:
+    result = fits_allocatable(request_, used, (1000, 2**30))
+    assert (result.fits, result.reason, result.message, result.never_fits) == (
+        fits,
+        reason,
+        message,
+        never,
+    )
+
+
+def test_admission_counts_pods_first() -> None:
+    result = admission_check((1, 1), (0, 0), (1000, 2**30), pods_running=3, max_pods=3)
+    assert not result.fits and result.reason == "OutOfpods"
+    assert admission_check((1, 1), (0, 0), (1000, 2**30), pods_running=2, max_pods=3).fits
+
+
+# -- resize ----------------------------------------------------------------------------------
+
+
+def R(shares: int, quota: int | None, memory: int | None) -> CgroupResources:
+    return CgroupResources(cpu_shares=shares, cpu_quota_us=quota, memory_limit_bytes=memory)
+
+
+def test_plan_grow_writes_pod_before_containers() -> None:
+    plan = plan_resize(
+        "pod",
+        R(200, 40000, 256 * Mi),
+        R(400, 80000, 512 * Mi),
+        [
+            ("pod/a", R(100, 20000, 128 * Mi), R(300, 60000, 384 * Mi)),
+            ("pod/b", R(100, 20000, 128 * Mi), R(100, 20000, 128 * Mi)),
+        ],
+    )
+    assert [(w.phase, w.path) for w in plan] == [("grow-pod", "pod"), ("grow-containers", "pod/a")]
+    assert plan[0].resources == R(400, 80000, 512 * Mi)
+    assert plan[1].resources == R(300, 60000, 384 * Mi)
+
+
+def test_plan_shrink_writes_containers_before_pod() -> None:
+    plan = plan_resize(
+        "pod",
+        R(400, 80000, 512 * Mi),
+        R(200, 40000, 256 * Mi),
+        [("pod/a", R(300, 60000, 384 * Mi), R(100, 20000, 128 * Mi))],
+    )
+    assert [(w.phase, w.path) for w in plan] == [
+        ("shrink-containers", "pod/a"),
+        ("shrink-pod", "pod"),
+    ]
+
+
+def test_plan_mixed_moves_never_exceed_the_parent() -> None:
+    # a grows cpu and shrinks memory, b shrinks cpu and grows memory; the pod's totals
+    # stay the same, but each step must keep every child within its parent.
+    pod_old = R(400, 80000, 512 * Mi)
+    pod_new = R(400, 80000, 512 * Mi)
+    a_old, a_new = R(100, 20000, 384 * Mi), R(300, 60000, 128 * Mi)
+    b_old, b_new = R(300, 60000, 128 * Mi), R(100, 20000, 384 * Mi)
+    plan = plan_resize("pod", pod_old, pod_new, [("a", a_old, a_new), ("b", b_old, b_new)])
+    assert [(w.phase, w.path) for w in plan] == [
+        ("shrink-containers", "a"),
+        ("shrink-containers", "b"),
+        ("grow-containers", "a"),
+        ("grow-containers", "b"),
+    ]
+    assert plan[0].resources == R(100, 20000, 128 * Mi)  # the smaller of old and new, per value
+    state = {"pod": pod_old, "a": a_old, "b": b_old}
+    for write in plan:
+        state[write.path] = write.resources
+        total_mem = sum(state[c].memory_limit_bytes or 0 for c in ("a", "b"))
+        assert total_mem <= (state["pod"].memory_limit_bytes or 0)
+    assert state == {"pod": pod_new, "a": a_new, "b": b_new}
+
+
+def test_plan_unlimited_is_the_largest() -> None:
+    plan = plan_resize(
+        "pod",
+        R(2, None, None),
+        R(2, 10000, 64 * Mi),
+        [("c", R(2, None, None), R(2, 10000, 64 * Mi))],
+    )
+    assert [(w.phase, w.path) for w in plan] == [("shrink-containers", "c"), ("shrink-pod", "pod")]
+
+
+def test_plan_nothing_to_do() -> None:
+    same = R(100, None, None)
+    assert plan_resize("pod", same, same, [("c", same, same)]) == []
+
+
+def test_container_and_pod_cgroup_values() -> None:
+    alloc = {
+        "requests": {"cpu": "250m", "memory": "64Mi"},
+        "limits": {"cpu": "500m", "memory": "128Mi"},
+    }
+    assert container_cgroup(alloc) == R(256, 50000, 128 * Mi)
+    pod = _pod({"name": "a"}, {"name": "b"})
+    allocs = {"a": alloc, "b": alloc}
+    assert pod_cgroup(pod, allocs) == R(512, 100000, 256 * Mi)
+
+
+@pytest.mark.parametrize(
+    ("policy", "old", "new", "restart_all", "expected"),
+    [
+        ([], ContainerSizing(100), ContainerSizing(200), False, False),
+        (
+            [{"resourceName": "memory", "restartPolicy": "RestartContainer"}],
+            ContainerSizing(100),
+            ContainerSizing(200),
+            False,
+            False,
+        ),
+        (
+            [{"resourceName": "memory", "restartPolicy": "RestartContainer"}],
+            ContainerSizing(limits_memory=1),
+            ContainerSizing(limits_memory=2),
+            False,
+            True,
+        ),
+        (
+            [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}],
+            ContainerSizing(100),
+            ContainerSizing(200),
+            False,
+            True,
+        ),
+        (
+            [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+            ContainerSizing(100),
+            ContainerSizing(200),
+            True,
+            True,
+        ),
+        ([], ContainerSizing(100), ContainerSizing(100), True, False),
+    ],
+)
+def test_restart_needed(
+    policy: list[dict[str, str]],
+    old: ContainerSizing,
+    new: ContainerSizing,
+    restart_all: bool,
+    expected: bool,
+) -> None:
+    container = {"name": "c", "resizePolicy": policy}
+    assert restart_needed(container, old, new, restart_all=restart_all) is expected
+
+
+# -- back-off --------------------------------------------------------------------------------
+
+
+def test_crash_backoff_doubles_to_five_minutes_and_resets_after_ten() -> None:
+    delays: list[float] = []
+    delay = None
+    for _ in range(8):
+        delay = crash_backoff(delay, ran_for=1.0)
+        delays.append(delay)
+    assert delays == [0, 10, 20, 40, 80, 160, 300, 300]
+    assert delays[1] == BACKOFF_INITIAL
+    assert crash_backoff(BACKOFF_MAX, ran_for=600.0) == 0  # ran 10 minutes: start over
+    assert crash_backoff(BACKOFF_MAX, ran_for=599.0) == BACKOFF_MAX
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def cs(
+    state: str, exit_code: int | None = None, restarts: int = 0, last: bool = False
+) -> ContainerState:
+    c = ContainerState("c", state=state, exit_code=exit_code, restart_count=restarts)  # type: ignore[arg-type]
+    if last:
+        c.last_state = {"terminated": {"exitCode": 1}}
+    return c
+
+
+@pytest.mark.parametrize(
+    ("containers", "policy", "initialized", "failed_init", "phase"),
+    [
+        ([cs("waiting")], "Always", True, False, "Pending"),
+        ([cs("running")], "Always", False, False, "Pending"),
+        ([cs("running"), cs("terminated", 0)], "Never", True, False, "Running"),
+        ([cs("terminated", 0)], "Never", True, False, "Succeeded"),
+        ([cs("terminated", 0), cs("terminated", 1)], "Never", True, False, "Failed"),
+        ([cs("terminated", 1)], "OnFailure", True, False, "Running"),
+        ([cs("terminated", 0)], "OnFailure", True, False, "Succeeded"),
+        ([cs("waiting", restarts=3, last=True)], "Always", True, False, "Running"),
+        ([cs("waiting")], "Never", False, True, "Failed"),
+    ],
+)
+def test_pod_phase(
+    containers: list[ContainerState], policy: str, initialized: bool, failed_init: bool, phase: str
+) -> None:
+    assert pod_phase(containers, policy, initialized=initialized, failed_init=failed_init) == phase
+
+
+def test_container_status_shapes() -> None:
+    c = ContainerState("main", image="busybox", state="running", started_at="T1", pid=42)
+    alloc = {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}
+    out = c.status(allocated=alloc, actual=alloc)
+    assert out["state"] == {"running": {"startedAt": "T1"}}
+    assert out["ready"] and out["started"] and out["containerID"] == "inplace://42"
+    assert out["allocatedResources"] == {"cpu": "1"}
+    assert out["resources"] == alloc
+    c.state, c.exit_code, c.reason, c.finished_at = "terminated", 137, "OOMKilled", "T2"
+    term = c.status(allocated=None, actual=None)["state"]["terminated"]
+    assert term == {
+        "exitCode": 137,
+        "reason": "OOMKilled",
+        "startedAt": "T1",
+        "finishedAt": "T2",
+        "containerID": "inplace://42",
+    }
+    c.state, c.reason, c.message = "waiting", "CrashLoopBackOff", "back-off 10s"
+    out = c.status(allocated=None, actual=None)
+    assert out["state"] == {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}
+    assert not out["ready"] and "allocatedResources" not in out
+
+
+def test_merge_conditions_keeps_others_and_transition_times() -> None:
+    current = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "T0", "lastProbeTime": None},
+        {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
+        {"type": "PodResizeInProgress", "status": "True", "lastTransitionTime": "T0"},
+    ]
+    out = merge_conditions(
+        current,
+        {
+            "PodScheduled": {"status": "True"},
+            "Ready": {"status": "True"},
+            "PodResizeInProgress": None,
+        },
+        "T1",
+    )
+    by_type = {c["type"]: c for c in out}
+    assert [c["type"] for c in out] == ["PodScheduled", "Ready", "PodResizeScheduled"]
+    assert by_type["Ready"]["lastTransitionTime"] == "T0"
+    assert by_type["PodScheduled"]["lastTransitionTime"] == "T1"
+    assert by_type["PodResizeScheduled"] == current[1]
+    out = merge_conditions(
+        out, {"Ready": {"status": "False", "reason": "ContainersNotReady"}}, "T2"
+    )
+    assert {c["type"]: c for c in out}["Ready"]["lastTransitionTime"] == "T2"
+
+
+# -- status patch ----------------------------------------------------------------------------
+
+
+def test_status_patch_sends_only_changes_and_deletes_conditions() -> None:
+    from inplace.node.agent import status_patch
+
+    current = {
+        "phase": "Running",
+        "podIP": "127.0.0.1",
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
+            {"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "x"},
+        ],
+    }
+    wanted = {
+        "phase": "Running",
+        "podIP": "127.0.0.1",
+        "startTime": "T",
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
+            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
+        ],
+    }
+    assert status_patch(current, wanted) == {
+        "startTime": "T",
+        "conditions": [
+            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
+            {"type": "PodResizeInProgress", "$patch": "delete"},
+        ],
+    }
+    changed = {**current, "conditions": [{"type": "PodResizeInProgress", "status": "True"}]}
+    patch = status_patch({"conditions": current["conditions"][2:]}, changed)
+    assert patch["conditions"] == [
+        {"type": "PodResizeInProgress", "status": "True", "reason": None, "message": None}
+    ]
+    assert status_patch(current, current) == {}
+
+
+def test_retry_order_follows_the_design() -> None:
+    from inplace.node.model import PendingResize, retry_order
+
+    items = [
+        PendingResize("grow-low", True, 0, False, "T1"),
+        PendingResize("grow-high", True, 100, False, "T3"),
+        PendingResize("shrink", False, 0, False, "T9"),
+        PendingResize("grow-low-guaranteed", True, 0, True, "T5"),
+        PendingResize("grow-low-older", True, 0, False, "T0"),
+    ]
+    assert retry_order(items) == [
+        "shrink",
+        "grow-high",
+        "grow-low-guaranteed",
+        "grow-low-older",
+        "grow-low",
+    ]

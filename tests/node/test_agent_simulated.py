@@ -1,0 +1,202 @@
+"""Simulated nodes: usage profiles, the process-less runtime, and many nodes in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inplace.apiserver.auth import SIMULATOR_USER
+from inplace.apiserver.nodemetrics import NodeMetricsProvider
+from inplace.client import (
+    LEASES,
+    NODES,
+    PODS,
+    APIConflictError,
+    APINotFoundError,
+    Client,
+    ClusterConfig,
+)
+from inplace.node.agent import AgentConfig
+from inplace.node.runtime import ProcessSpec
+from inplace.node.simulated import (
+    SimulatedRuntime,
+    UsageProfile,
+    parse_profile,
+    profile_for,
+    run_simulated,
+)
+from tests.conftest import InProcessServer
+from tests.node.test_agent import wait_for
+
+Mi = 2**20
+
+
+@pytest.mark.parametrize(
+    ("raw", "at", "expected"),
+    [
+        ({"cpu": "250m", "memory": "100Mi"}, 0, (250, 100 * Mi)),
+        ({"cpu": "250m", "memory": "100Mi"}, 1e6, (250, 100 * Mi)),
+        (
+            {"ramp": {"from": {"cpu": "100m", "memory": "0"}, "to": {"cpu": "1"}, "seconds": 10}},
+            5,
+            (550, 0),
+        ),
+        ({"ramp": {"from": {"cpu": "100m"}, "to": {"cpu": "1"}, "seconds": 10}}, 99, (1000, 0)),
+        ({"points": [[10, "1", "1Gi"], [0, "0", "0"]]}, 2.5, (250, 256 * Mi)),
+        ({"points": [[0, "1", "1Gi"], [10, "0", "0"]]}, -1, (1000, 1024 * Mi)),
+    ],
+)
+def test_profiles(raw: dict[str, Any], at: float, expected: tuple[int, int]) -> None:
+    assert parse_profile(raw).at(at) == expected
+
+
+@pytest.mark.parametrize("raw", [[], {"cpu": "lots"}, {"points": [[0, "1"]]}])
+def test_bad_profiles(raw: Any) -> None:
+    with pytest.raises(ValueError):
+        parse_profile(raw)
+
+
+def test_profile_per_container() -> None:
+    pod = {
+        "metadata": {
+            "annotations": {
+                "inplace.dev/usage-profile": json.dumps({"a": {"cpu": "1"}, "b": {"memory": "1Mi"}})
+            }
+        }
+    }
+    assert profile_for(pod, "a") == UsageProfile(((0.0, 1000, 0),))
+    assert profile_for(pod, "b") == UsageProfile(((0.0, 0, Mi),))
+    assert profile_for({"metadata": {}}, "a") is None
+
+
+async def test_simulated_runtime(tmp_path: Path) -> None:
+    runtime = SimulatedRuntime()
+    log = tmp_path / "c" / "0.log"
+    proc = await runtime.start(ProcessSpec(["java", "-jar", "x"], {}, None, str(log), "p"))
+    assert "java -jar x" in log.read_text()
+    waiter = asyncio.ensure_future(runtime.wait(proc))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    status = await runtime.stop(proc, grace_period=30)
+    assert (await waiter) == status and status.exit_code == 143
+    adopted = runtime.adopt(proc.pid + 1, 1.0, str(log))
+    assert adopted is not None and adopted.pid == proc.pid + 1
+
+
+async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: Path) -> None:
+    token = apiserver.tokens.token_for(SIMULATOR_USER, ())
+    base = AgentConfig(
+        node_name="sim",
+        cpu_milli=2000,
+        memory_bytes=4 * 2**30,
+        data_dir=tmp_path / "sim",
+        log_root=tmp_path / "logs",
+        admit_without_scheduler=True,
+        usage_every=0.1,
+    )
+    stop = asyncio.Event()
+    async with (
+        Client(ClusterConfig(server=apiserver.url, token=token)) as sim,
+        Client(ClusterConfig(server=apiserver.url, token=apiserver.token)) as admin,
+    ):
+        task = asyncio.create_task(run_simulated(sim, base, 3, stop))
+        try:
+
+            async def leases() -> bool:
+                for i in (1, 2, 3):
+                    try:
+                        await admin.get(LEASES, f"sim-{i}", namespace="kube-node-lease")
+                    except APINotFoundError:
+                        return False
+                return True
+
+            await wait_for(leases, what="three leases")
+            node = await admin.get(NODES, "sim-2")
+            assert node["metadata"]["labels"]["inplace.dev/simulated"] == "true"
+            profile = json.dumps({"cpu": "300m", "memory": "200Mi"})
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "sp",
+                    "namespace": "default",
+                    "annotations": {"inplace.dev/usage-profile": profile},
+                },
+                "spec": {
+                    "nodeName": "sim-2",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "app",
+                            "command": ["app"],
+                            "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
+                        }
+                    ],
+                },
+            }
+            await admin.create(PODS, pod)
+
+            async def running() -> dict[str, Any] | None:
+                got = await admin.get(PODS, "sp", namespace="default")
+                return got if got["status"].get("phase") == "Running" else None
+
+            await wait_for(running, what="simulated pod Running")
+            # Resize: same admission and resize logic as a real node.
+            big = {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}
+            body = {"spec": {"containers": [{"name": "main", "resources": big}]}}
+            await admin.patch(
+                PODS, "sp", body, namespace="default", subresource="resize", patch_type="strategic"
+            )
+
+            async def infeasible() -> bool:
+                got = await admin.get(PODS, "sp", namespace="default")
+                return any(
+                    c["type"] == "PodResizePending" and c.get("reason") == "Infeasible"
+                    for c in got["status"].get("conditions") or ()
+                )
+
+            await wait_for(infeasible, what="Infeasible on a 2-CPU simulated node")
+
+            async def nodes() -> list[dict[str, Any]]:
+                return list((await admin.list(NODES))["items"])
+
+            provider = NodeMetricsProvider(nodes, ttl=0)
+
+            async def usage() -> list[dict[str, Any]] | None:
+                items = await provider("PodMetrics", "default")
+                return items if items and items[0]["containers"] else None
+
+            metrics = await wait_for(usage, what="simulated usage")
+            assert metrics[0]["containers"][0]["usage"] == {
+                "cpu": "300000000n",
+                "memory": f"{200 * 1024}Ki",
+            }
+            node_usage = {
+                m["metadata"]["name"]: m["usage"] for m in await provider("NodeMetrics", None)
+            }
+            assert node_usage["sim-2"]["cpu"] == "300000000n"
+            assert node_usage["sim-1"]["cpu"] == "0n"
+            for _ in range(20):  # a delete racing a status write answers 409
+                try:
+                    await admin.delete(PODS, "sp", namespace="default")
+                    break
+                except APIConflictError:
+                    await asyncio.sleep(0.05)
+
+            async def gone() -> bool:
+                try:
+                    await admin.get(PODS, "sp", namespace="default")
+                except APINotFoundError:
+                    return True
+                return False
+
+            await wait_for(gone, what="simulated pod deleted")
+        finally:
+            stop.set()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 10)
