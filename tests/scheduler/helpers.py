@@ -33,7 +33,11 @@ def node(
             "labels": {"kubernetes.io/hostname": name, **(labels or {})},
         },
         "spec": spec,
-        "status": {"capacity": dict(res), "allocatable": dict(res)},
+        "status": {
+            "capacity": dict(res),
+            "allocatable": dict(res),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 

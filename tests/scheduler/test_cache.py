@@ -105,3 +105,19 @@ def test_priorities_counter() -> None:
     cache.remove_pod("default/x")
     cache.remove_pod("default/y")
     assert not cache.priorities
+
+
+def test_a_node_that_is_not_ready_is_tainted_as_upstream_would() -> None:
+    cache = NodeCache()
+    ready = node("ready")
+    no_condition = node("ghost")
+    no_condition["status"].pop("conditions")
+    not_ready = node("sick")
+    not_ready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    for obj in (ready, no_condition, not_ready):
+        cache.upsert_node(obj)
+    tainted = {name: bool(cache.tainted[cache.slot(name)]) for name in ("ready", "ghost", "sick")}
+    assert tainted == {"ready": False, "ghost": True, "sick": True}
+    recovered = node("sick")
+    change = cache.upsert_node(recovered)
+    assert change.taints_changed and not cache.tainted[cache.slot("sick")]

@@ -1,11 +1,18 @@
-"""Entry point of the `inplace` command."""
+"""Entry point of the `inplace` command: `up` and the components it starts."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import signal
 import sys
+from pathlib import Path
+from typing import Any
 
 from inplace import __version__
+from inplace.cli.paths import DataDir, default_data_dir
+from inplace.loop import run as run_event_loop
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,7 +20,57 @@ def build_parser() -> argparse.ArgumentParser:
         prog="inplace", description="Restart-free vertical scaling for Kubernetes pods."
     )
     parser.add_argument("--version", action="version", version=f"inplace {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    up = commands.add_parser("up", help="run a single-host cluster in the foreground")
+    up.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="state directory (default: $XDG_DATA_HOME/inplace or ~/.local/share/inplace)",
+    )
+    up.add_argument("--host", default="127.0.0.1", help="address to serve the API on")
+    up.add_argument("--port", type=int, default=6443, help="API server port (0: pick one)")
+    up.add_argument("--nodes", type=int, default=1, help="node agents to run (default: 1)")
+    up.add_argument(
+        "--node-cpu",
+        default=None,
+        help="allocatable CPU per node (default: the host's CPUs, less a reserve, "
+        "split across the nodes)",
+    )
+    up.add_argument(
+        "--node-memory",
+        default=None,
+        help="allocatable memory per node (default: the host's memory, less a "
+        "reserve, split across the nodes)",
+    )
+    up.add_argument(
+        "--simulated-nodes",
+        type=int,
+        default=0,
+        help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
+    )
+    up.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="run no scheduler: pods need spec.nodeName, and node agents approve resizes "
+        "themselves, as upstream's kubelet does",
+    )
+
+    apiserver = commands.add_parser("apiserver", help="run the API server (started by `up`)")
+    apiserver.add_argument("--data-dir", type=Path, required=True)
+    apiserver.add_argument("--host", default="127.0.0.1")
+    apiserver.add_argument("--port", type=int, default=6443)
+
+    from inplace.node.main import add_arguments
+
+    add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
+
+    from inplace.scheduler.main import build_parser as scheduler_arguments
+
+    scheduler_arguments(
+        commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
+    )
     return parser
 
 
@@ -23,6 +80,89 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "up":
+        return _up(args)
+    if args.command == "apiserver":
+        return _apiserver(args)
+    if args.command == "scheduler":
+        from inplace.scheduler.main import main as scheduler_main
+
+        return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "node":
+        from inplace.node.main import run
+
+        return run(args)
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+def _up(args: argparse.Namespace) -> int:
+    from inplace.cli.up import UpError, run_up
+
+    data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        return asyncio.run(
+            run_up(
+                data,
+                host=args.host,
+                port=args.port,
+                say=say,
+                nodes=args.nodes,
+                node_cpu=args.node_cpu,
+                node_memory=args.node_memory,
+                simulated_nodes=args.simulated_nodes,
+                scheduler=not args.no_scheduler,
+            )
+        )
+    except UpError as exc:
+        print(f"inplace up: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _apiserver(args: argparse.Namespace) -> int:
+    from inplace.apiserver.auth import TokenFile
+    from inplace.apiserver.nodemetrics import NodeMetricsProvider
+    from inplace.apiserver.server import APIServer, APIServerConfig
+    from inplace.apiserver.tls import ensure_certificates
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    data = DataDir(args.data_dir.resolve())
+    config = APIServerConfig(
+        data_dir=data.apiserver,
+        host=args.host,
+        port=args.port,
+        tls=ensure_certificates(data.pki),
+        tokens=TokenFile(data.tokens),
+        log_root=data.logs / "pods",
+        tune_gc=True,
+    )
+
+    async def serve() -> None:
+        server = APIServer(config)
+        nodes = server.registry.by_kind("", "Node")
+
+        def node_objects() -> list[dict[str, Any]]:
+            if server.cache is None or nodes is None:
+                return []
+            return [entry.value for entry in server.cache.entries(nodes, None)]
+
+        config.extra["metrics_provider"] = NodeMetricsProvider(node_objects)
+        await server.start()
+        logging.getLogger("inplace.apiserver").info("serving on %s:%d", args.host, server.port)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        await server.stop()
+
+    run_event_loop(serve())
     return 0
 
 

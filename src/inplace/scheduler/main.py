@@ -15,6 +15,7 @@ import logging
 import signal
 
 from inplace.client import Client, ConfigError, load_config
+from inplace.loop import run as run_event_loop
 
 from .metrics import SchedulerMetrics, serve_metrics
 from .scheduler import Scheduler, SchedulerConfig
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
-        asyncio.run(run(args))
+        run_event_loop(run(args))
     except ConfigError as exc:
         print(f"inplace scheduler: {exc}")
         return 1
