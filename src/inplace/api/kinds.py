@@ -6,7 +6,7 @@ kind is one entry here. Names, plurals, short names and subresources are upstrea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 
@@ -168,7 +168,7 @@ class Registry:
         self._by_kind = {(k.group, k.kind): k for k in self._kinds}
         self._by_api_version_kind = {(k.api_version, k.kind): k for k in self._kinds}
 
-    def __iter__(self) -> Iterable[Kind]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Kind]:
         return iter(self._kinds)
 
     @property

@@ -1425,8 +1425,15 @@ def _validate_pod_update(
     """Upstream ``ValidatePodUpdate``: only images, the deadline, added tolerations (and
     removed scheduling gates) may change; resources change through ``pods/resize``."""
     _validate_object_meta_update(errs, new, old)
-    _validate_pod(errs, new, create=False)
     new_spec, old_spec = _obj(new.get("spec")), _obj(old.get("spec"))
+    if new_spec == old_spec:
+        # The common update (labels, annotations, finalizers): the spec was validated when it
+        # was stored, so only the metadata needs a look. Full validation cost more than the
+        # rest of the write path together.
+        meta = _validate_object_meta(errs, new, namespaced=True, name_fn=_name_is_dns_subdomain)
+        _validate_inplace_annotations(errs, meta.get("annotations"), "metadata.annotations")
+        return
+    _validate_pod(errs, new, create=False)
     for key in ("containers", "initContainers"):
         new_cs, old_cs = _maps(new_spec.get(key)), _maps(old_spec.get(key))
         if len(new_cs) != len(old_cs):

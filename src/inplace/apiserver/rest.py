@@ -10,7 +10,6 @@ resourceVersion.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import logging
 import secrets
@@ -18,6 +17,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
@@ -71,6 +72,10 @@ def patch_type_of(content_type: str) -> str:
         return _PATCH_TYPES[media]
     except KeyError:
         raise unsupported_media_type(media) from None
+
+
+class _Raced(Exception):
+    """Another writer changed the object between our read and our compare-and-swap."""
 
 
 @dataclass
@@ -321,7 +326,7 @@ class REST:
                 raise StatusError(422, str(exc)) from exc
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not a JSON object")
-            patched = copy.deepcopy(patched)
+            patched = _copy(patched)
             warnings = self.check_fields(kind, patched, field_validation)
             meta = patched.setdefault("metadata", {})
             requested = meta.get("resourceVersion")
@@ -418,18 +423,19 @@ class REST:
     ) -> dict[str, Any]:
         """The main resource may not change status; /status may change only status; /resize
         only what validate_resize allows (it sees the whole object, so it can name a field
-        that may not change)."""
-        new = copy.deepcopy(obj)
+        that may not change). `obj` belongs to the request and is changed in place; what is
+        taken from `old` (a cached object) is copied."""
+        new = obj
         if subresource == "status":
-            new["spec"] = copy.deepcopy(old.get("spec"))
+            new["spec"] = _copy(old.get("spec"))
             if new["spec"] is None:
                 new.pop("spec")
             return new
         if subresource == "resize":
-            new["status"] = copy.deepcopy(old.get("status", {}))
+            new["status"] = _copy(old.get("status", {}))
             return new
-        if subresource is None and "status" in old and kind.subresources.count("status"):
-            new["status"] = copy.deepcopy(old["status"])
+        if subresource is None and "status" in old and "status" in kind.subresources:
+            new["status"] = _copy(old["status"])
         return new
 
     # -- delete -------------------------------------------------------------------------------
@@ -442,6 +448,26 @@ class REST:
         options: dict[str, Any],
         *,
         dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Delete, or start a graceful deletion; a concurrent writer that wins the
+        compare-and-swap makes it re-read and try again, as upstream's GuaranteedUpdate does
+        (a resourceVersion precondition is the caller asking for the 409 instead)."""
+        for _ in range(_PATCH_RETRIES):
+            try:
+                return await self._delete_once(kind, namespace, name, options, dry_run=dry_run)
+            except _Raced:
+                if (options.get("preconditions") or {}).get("resourceVersion"):
+                    break
+        raise conflict(kind.plural, kind.group, name)
+
+    async def _delete_once(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        options: dict[str, Any],
+        *,
+        dry_run: bool,
     ) -> dict[str, Any]:
         entry = await self.get_entry(kind, namespace, name)
         obj = entry.value
@@ -485,7 +511,7 @@ class REST:
                 current = meta.get("deletionGracePeriodSeconds")
                 if current is None or grace >= current:
                     return obj
-            updated = copy.deepcopy(obj)
+            updated = _copy(obj)
             umeta = updated["metadata"]
             moment = (
                 datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
@@ -499,12 +525,12 @@ class REST:
                     entry.key, updated, expected_revision=entry.revision
                 )
             except ConflictError:
-                raise conflict(kind.plural, kind.group, name) from None
+                raise _Raced from None
             return written.value
         try:
             deleted = await self.store.delete(entry.key, expected_revision=entry.revision)
         except ConflictError:
-            raise conflict(kind.plural, kind.group, name) from None
+            raise _Raced from None
         except NotFoundError:
             raise not_found(kind.plural, kind.group, name) from None
         return deleted.value
@@ -536,13 +562,16 @@ class REST:
             raise StatusError(
                 403, f'namespaces "{name}" is forbidden: this namespace may not be deleted'
             )
-        obj = copy.deepcopy(entry.value)
+        obj: dict[str, Any] = _copy(entry.value)
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = now_rfc3339(self.clock)
             meta["deletionGracePeriodSeconds"] = 0
             obj.setdefault("status", {})["phase"] = "Terminating"
-            written = await self.store.update(entry.key, obj, expected_revision=entry.revision)
+            try:
+                written = await self.store.update(entry.key, obj, expected_revision=entry.revision)
+            except ConflictError:
+                raise _Raced from None
             obj = written.value
         for other in self.registry.kinds:
             if not other.stored or not other.namespaced:
@@ -593,6 +622,12 @@ class REST:
             check()
         except validation.ValidationError as exc:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a JSON value: an orjson round trip is several times faster than
+    copy.deepcopy, and cached objects must never be mutated."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def _name(obj: dict[str, Any]) -> str:
