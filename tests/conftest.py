@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,6 +18,8 @@ import pytest
 
 from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
 from inplace.apiserver.server import APIServer, APIServerConfig
+from inplace.cli.paths import DataDir
+from inplace.cli.up import cgroup_root_of
 
 
 @dataclass
@@ -87,14 +90,58 @@ class Cluster:
             )
         return result
 
-    def stop(self, sig: int = signal.SIGTERM) -> None:
+    def stop(self, sig: int = signal.SIGTERM, *, clean: bool = True) -> None:
+        """Stop `inplace up`. Workloads outlive their cluster by design, so a clean stop first
+        deletes every pod (the node agents stop their processes), and afterwards anything
+        still in this cluster's cgroups is killed and the cgroups removed."""
         if self.process.poll() is None:
+            if clean and sig == signal.SIGTERM:
+                self.kubectl(
+                    "delete",
+                    "pods",
+                    "--all",
+                    "-A",
+                    "--wait=true",
+                    "--timeout=60s",
+                    check=False,
+                    timeout=90,
+                )
             self.process.send_signal(sig)
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if clean and sig == signal.SIGTERM and self.process.poll() is not None:
+            reap_cgroups(self.data_dir)
+
+
+def reap_cgroups(data_dir: Path) -> None:
+    """Kill every process left in a cluster's cgroups and remove them, leaf first."""
+    root = cgroup_root_of(DataDir(data_dir.resolve()))
+    for hierarchy in Path("/sys/fs/cgroup").glob("*"):
+        top = hierarchy / root
+        if not top.is_dir():
+            continue
+        directories = sorted(
+            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+        )
+        for directory in [*directories, top]:
+            with contextlib.suppress(OSError):
+                for pid in (directory / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+        for directory in [*directories, top]:
+            for _ in range(50):
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)  # the kernel frees a cgroup once its killed tasks exit
+        with contextlib.suppress(OSError):
+            top.parent.rmdir()  # the shared `inplace` level, unless another cluster uses it
 
 
 def start_cluster(data_dir: Path, port: int | None = None, *extra: str) -> Cluster:

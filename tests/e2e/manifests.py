@@ -30,6 +30,8 @@ metadata:
   labels: {app: worker, tier: batch}
 spec:
   priorityClassName: batch-high
+  # These tests are about the API: keep the pod unscheduled (no node has this label).
+  nodeSelector: {inplace.dev/e2e: api-only}
   containers:
   - name: main
     image: busybox

@@ -25,6 +25,8 @@ POD = {
     "kind": "Pod",
     "metadata": {"name": "subject", "namespace": "default", "labels": {"app": "subject"}},
     "spec": {
+        # These tests are about the API: keep the pod unscheduled (no node has this label).
+        "nodeSelector": {"inplace.dev/e2e": "api-only"},
         "containers": [
             {
                 "name": "main",
@@ -35,7 +37,7 @@ POD = {
                     "limits": {"cpu": "200m", "memory": "64Mi"},
                 },
             }
-        ]
+        ],
     },
 }
 

@@ -231,33 +231,6 @@ def test_get_watch_receives_a_change(tour: Cluster) -> None:
         watch.wait()
 
 
-def test_logs_and_follow(tour: Cluster) -> None:
-    pod = json.loads(tour.kubectl("get", "pod", "worker", "-n", "tour", "-o", "json").stdout)
-    # The node agent writes container logs here (kubelet's /var/log/pods layout).
-    meta = pod["metadata"]
-    log_dir = tour.data_dir / "logs" / "pods" / f"tour_worker_{meta['uid']}" / "main"
-    log_dir.mkdir(parents=True)
-    log_file = log_dir / "0.log"
-    log_file.write_text("line 1\nline 2\nline 3\n")
-    assert tour.kubectl("logs", "worker", "-n", "tour").stdout == "line 1\nline 2\nline 3\n"
-    assert tour.kubectl("logs", "worker", "-n", "tour", "--tail", "1").stdout == "line 3\n"
-    follow = subprocess.Popen(
-        ["kubectl", "logs", "-f", "worker", "-n", "tour", "--tail", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=tour.env(),
-    )
-    try:
-        assert follow.stdout is not None
-        assert follow.stdout.readline() == "line 3\n"
-        with log_file.open("a") as handle:
-            handle.write("line 4\n")
-        assert follow.stdout.readline() == "line 4\n"
-    finally:
-        follow.kill()
-        follow.wait()
-
-
 def test_delete_with_wait(tour: Cluster) -> None:
     tour.kubectl("create", "namespace", "doomed")  # kubectl sends this one as protobuf
     tour.kubectl(
