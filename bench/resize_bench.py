@@ -1,7 +1,8 @@
 """Resize latency: in place (cgroup write) versus the restart path (delete + create).
 
-Runs a real `inplace up --nodes 1` (API server + node agent as separate processes, real cgroup
-v1 limits), fills the node with ``--pods`` running pods, then resizes them one after another,
+Runs a real `inplace up --nodes 1` (API server, scheduler and node agent as separate processes,
+real cgroup v1 limits; `--no-scheduler` leaves the arbiter out), fills the node with
+``--pods`` running pods, then resizes them one after another,
 alternating each pod between two sizes. For every resize, from the moment the resize PATCH
 returns:
 
@@ -244,6 +245,12 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=50)
     parser.add_argument("--resizes", type=int, default=200)
     parser.add_argument("--restarts", type=int, default=20)
+    parser.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="run the node agent alone (it approves resizes itself, as upstream's kubelet); "
+        "by default the scheduler's arbiter approves each resize first, as in `inplace up`",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("resize_bench needs root (real cgroup limits)", file=sys.stderr)
@@ -268,6 +275,7 @@ def main() -> int:
             "2",
             "--node-memory",
             "4Gi",
+            *(["--no-scheduler"] if args.no_scheduler else []),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

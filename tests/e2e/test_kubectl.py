@@ -297,13 +297,24 @@ spec:
     assert "spec.containers[0].resources.limits[memory]" in bad.stderr, bad.stderr
 
 
+#: What EVERY_KIND created (the node agents' own Leases come and go on their own schedule).
+MANIFEST_OBJECTS = (
+    "get",
+    "pods,deployments,replicasets,jobs,pdb,vpa,leases",
+    "-n",
+    "tour",
+    "-o",
+    "name",
+)
+
+
 def test_restart_keeps_every_object(tmp_path: Path) -> None:
     from tests.conftest import start_cluster
 
     first = start_cluster(tmp_path / "data")
     try:
         first.kubectl("apply", "-f", "-", input=EVERY_KIND)
-        before = first.kubectl("get", "pods,deployments,jobs,pdb,vpa,leases", "-A", "-o", "name")
+        before = first.kubectl(*MANIFEST_OBJECTS)
         first.stop(9)  # SIGKILL the supervisor: its API server dies with it
     finally:
         first.stop()
@@ -317,7 +328,7 @@ def test_restart_keeps_every_object(tmp_path: Path) -> None:
                 raise
             time.sleep(0.5)
     try:
-        after = second.kubectl("get", "pods,deployments,jobs,pdb,vpa,leases", "-A", "-o", "name")
+        after = second.kubectl(*MANIFEST_OBJECTS)
         assert sorted(after.stdout.split()) == sorted(before.stdout.split())
         assert "pod/worker" in after.stdout
     finally:
