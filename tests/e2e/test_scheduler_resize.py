@@ -10,17 +10,14 @@ Two small nodes (1 CPU, 1Gi each). What the issue asks to see:
 * a resize racing 20 new pods created at the same moment never produces a pod rejected by an
   agent for lack of capacity.
 
-If `inplace up` does not start the scheduler yet (the lead wires it), the fixture runs the
-same cluster with `--nodes 0` plus two agents *without* ``--admit-without-scheduler`` and the
-scheduler (``python -m inplace.scheduler``), built from the same argv `up` uses — and says so
-on stdout, so nobody mistakes it for the final wiring.
+plus: a change that takes no room (a shrink, a limits-only change) is applied by the agent
+at once, without waiting for an approval the arbiter has no reason to give.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +26,7 @@ from typing import Any
 import pytest
 
 from inplace.cli.paths import DataDir
-from inplace.cli.up import cgroup_root_of, node_components, remove_empty_cgroup_root
+from inplace.cli.up import cgroup_root_of, remove_empty_cgroup_root
 from tests.conftest import Cluster, start_cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -75,45 +72,6 @@ def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedCluster]:
     )
     extra: list[subprocess.Popen[bytes]] = []
     try:
-        time.sleep(1.0)
-        scheduler_log = data_dir / "logs" / "components" / "scheduler.log"
-        if not scheduler_log.exists():
-            print(
-                "\n[e2e] `inplace up` does not start a scheduler yet: running 2 agents without "
-                "--admit-without-scheduler and `python -m inplace.scheduler` beside it"
-            )
-            cluster.stop()
-            cluster = start_cluster(data_dir, None, "--nodes", "0")
-            data = DataDir(data_dir)
-            logs = data_dir / "logs" / "components"
-            logs.mkdir(parents=True, exist_ok=True)
-            for component in node_components(
-                data,
-                host="127.0.0.1",
-                port=cluster.port,
-                nodes=2,
-                cpu=NODE_CPU,
-                memory=NODE_MEMORY,
-            ):
-                argv = [a for a in component.argv if a != "--admit-without-scheduler"]
-                with open(logs / f"{component.name}.log", "ab") as log:
-                    extra.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
-            with open(scheduler_log, "ab") as log:
-                extra.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "inplace.scheduler",
-                            "--kubeconfig",
-                            str(data.component_kubeconfig("scheduler")),
-                            "--metrics-port",
-                            "0",
-                        ],
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
         running = SchedCluster(cluster, extra)
 
         def nodes_ready() -> bool:
@@ -246,12 +204,33 @@ def test_resize_that_fits_is_approved_and_applied_in_place(sc: SchedCluster) -> 
 
     pod = _wait(applied, 30, "the resize to be applied")
     scheduled = condition(pod, "PodResizeScheduled")
-    assert scheduled is None or scheduled["observedGeneration"] == pod["metadata"]["generation"]
+    assert scheduled is not None, pod["status"]
+    assert scheduled["observedGeneration"] == pod["metadata"]["generation"]
     status = pod["status"]["containerStatuses"][0]
     assert status["restartCount"] == 0
     assert status.get("containerID") == pid_marker  # the same process: resized in place
     assert status["resources"]["requests"]["cpu"] == "300m"
     delete(sc, "fits")
+
+
+def test_limits_only_and_shrinking_resizes_need_no_approval(sc: SchedCluster) -> None:
+    sc.apply(manifest("limits", "200m", node="node-2"))
+    running(sc, "limits")
+    patch = {
+        "spec": {"containers": [{"name": "main", "resources": {"limits": {"memory": "300Mi"}}}]}
+    }
+    sc.kubectl("patch", "pod", "limits", "--subresource", "resize", "-p", json.dumps(patch))
+
+    def limit_applied() -> dict[str, Any] | None:
+        pod = sc.get("limits")
+        statuses = (pod or {}).get("status", {}).get("containerStatuses") or [{}]
+        actual = (statuses[0].get("resources") or {}).get("limits", {}).get("memory")
+        return pod if actual == "300Mi" else None
+
+    _wait(limit_applied, 30, "the limits-only resize to be applied")
+    resize(sc, "limits", "100m")
+    _wait(lambda: allocated_cpu(sc.get("limits")) == "100m", 30, "the shrink to be applied")
+    delete(sc, "limits")
 
 
 def test_deferred_resize_completes_soon_after_a_pod_leaves(sc: SchedCluster) -> None:

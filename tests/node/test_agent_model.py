@@ -23,6 +23,7 @@ from inplace.node.model import (
     pod_allocated_requests,
     pod_cgroup,
     pod_phase,
+    requests_grow,
     restart_needed,
     sizing_of,
 )
@@ -437,3 +438,24 @@ def test_retry_order_follows_the_design() -> None:
         "grow-low-older",
         "grow-low",
     ]
+
+
+@pytest.mark.parametrize(
+    ("allocated", "desired", "grows"),
+    [
+        ({"requests": {"cpu": "100m"}}, {"requests": {"cpu": "200m"}}, True),
+        ({"requests": {"cpu": "200m"}}, {"requests": {"cpu": "100m"}}, False),
+        ({"requests": {"memory": "64Mi"}}, {"requests": {"memory": "64Mi"}}, False),
+        (
+            {"requests": {"memory": "64Mi"}, "limits": {"memory": "64Mi"}},
+            {"requests": {"memory": "64Mi"}, "limits": {"memory": "1Gi"}},
+            False,
+        ),
+        ({"limits": {"cpu": "1"}}, {"limits": {"cpu": "2"}}, True),  # request follows the limit
+        ({"requests": {"cpu": "1"}}, {"requests": {"cpu": "500m", "memory": "1Mi"}}, True),
+    ],
+)
+def test_requests_grow_decides_whether_approval_is_needed(
+    allocated: dict[str, dict[str, str]], desired: dict[str, dict[str, str]], grows: bool
+) -> None:
+    assert requests_grow({"main": allocated}, {"main": desired}) is grows

@@ -80,6 +80,7 @@ from .model import (
     pod_allocated_requests,
     pod_cgroup,
     pod_phase,
+    requests_grow,
     restart_needed,
     retry_order,
     rfc3339,
@@ -1050,8 +1051,15 @@ class NodeAgent:
         ]
         return names
 
-    def _approved(self, w: PodWorker) -> bool:
-        if self.config.admit_without_scheduler:
+    def _approved(self, w: PodWorker, desired: Mapping[str, Alloc]) -> bool:
+        """May the agent apply the desired resources now?
+
+        Yes when the scheduler approved this generation, or when the agent runs without an
+        arbitrating scheduler, or when no container's request grows: a change that takes no
+        room (a shrink, a limits-only change) cannot race a new pod for capacity, and the
+        scheduler's arbiter, which compares requests, would never be asked to approve it.
+        """
+        if self.config.admit_without_scheduler or not requests_grow(w.allocated, desired):
             return True
         generation = _meta(w.pod).get("generation")
         for cond in (w.pod.get("status") or {}).get("conditions") or ():
@@ -1093,7 +1101,7 @@ class NodeAgent:
             w.resize_backoff = None
             return None
         if changed:
-            if not self._approved(w):
+            if not self._approved(w, desired):
                 return None
             new_allocs = dict(w.allocated)
             for n in changed:

@@ -116,6 +116,19 @@ def sizing_of(alloc: Mapping[str, Mapping[str, str]]) -> ContainerSizing:
     )
 
 
+def requests_grow(allocated: Mapping[str, Alloc], desired: Mapping[str, Alloc]) -> bool:
+    """Whether any container's effective CPU or memory request would increase."""
+    for name, want in desired.items():
+        have = sizing_of(allocated.get(name, {}))
+        new = sizing_of(want)
+        if (
+            new.effective_requests_cpu > have.effective_requests_cpu
+            or new.effective_requests_memory > have.effective_requests_memory
+        ):
+            return True
+    return False
+
+
 def desired_allocs(pod: Mapping[str, Any]) -> dict[str, Alloc]:
     """Per container name (app and init containers), the resources the spec asks for."""
     spec = pod.get("spec") or {}
