@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno as errno_mod
 import os
+import time
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -326,3 +327,36 @@ def page_round_down(value: int) -> int:
     """The kernel stores memory limits in pages, rounding the written value down."""
     page = os.sysconf("SC_PAGE_SIZE")
     return (value // page) * page
+
+
+def rmdir_cgroup(directory: str) -> None:
+    """rmdir one cgroup. Tasks that just exited can keep it busy for a moment (the kernel
+    unlinks a dead task from its cgroup when it is reaped, with no notification to wait on),
+    so EBUSY is retried briefly, but only while ``cgroup.procs`` is empty: a cgroup with live
+    tasks fails at once."""
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            os.rmdir(directory)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if (
+                exc.errno == errno_mod.EBUSY
+                and not _has_tasks(directory)
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.01)
+                continue
+            raise CgroupWriteError(
+                directory, "", exc.errno or errno_mod.EIO, action=f"rmdir {directory}"
+            ) from exc
+
+
+def _has_tasks(directory: str) -> bool:
+    try:
+        with open(os.path.join(directory, "cgroup.procs")) as fh:
+            return bool(fh.read().split())
+    except OSError:
+        return False

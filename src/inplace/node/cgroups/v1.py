@@ -47,6 +47,7 @@ from .base import (
     read_mountinfo,
     read_proc_cgroup,
     read_text,
+    rmdir_cgroup,
     write_text,
 )
 from .mapping import MAX_SHARES, MIN_SHARES
@@ -126,7 +127,7 @@ class V1Driver:
             if not os.path.isdir(d):
                 continue
             for dirpath, _, _ in os.walk(d, topdown=False):
-                _rmdir(dirpath)
+                rmdir_cgroup(dirpath)
 
     # -- limits --------------------------------------------------------------------------
 
@@ -270,29 +271,3 @@ class V1Driver:
     def freezer_state(self, path: str) -> str:
         """``THAWED``, ``FREEZING`` or ``FROZEN``."""
         return read_text(self._file("freezer", path, "freezer.state")).strip()
-
-
-def _rmdir(d: str) -> None:
-    """rmdir one cgroup. Tasks that just exited can keep it busy for a moment (the kernel
-    unlinks a dead task from its cgroup when it is reaped), so EBUSY is retried briefly, but
-    only while ``cgroup.procs`` is empty: a cgroup with live tasks fails at once."""
-    deadline = time.monotonic() + 1.0
-    while True:
-        try:
-            os.rmdir(d)
-            return
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            if exc.errno == errno.EBUSY and not _has_tasks(d) and time.monotonic() < deadline:
-                time.sleep(0.01)
-                continue
-            raise CgroupWriteError(d, "", exc.errno or errno.EIO, action=f"rmdir {d}") from exc
-
-
-def _has_tasks(d: str) -> bool:
-    try:
-        with open(os.path.join(d, "cgroup.procs")) as fh:
-            return bool(fh.read().split())
-    except OSError:
-        return False

@@ -28,7 +28,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import time
 
 from .base import (
     DEFAULT_CPU_SHARES,
@@ -41,6 +40,7 @@ from .base import (
     parse_flat_keyed,
     read_proc_cgroup,
     read_text,
+    rmdir_cgroup,
     write_text,
 )
 from .mapping import shares_to_weight, weight_to_shares
@@ -150,7 +150,7 @@ class V2Driver:
             if self.plain_files:
                 for name in files:
                     os.unlink(os.path.join(dirpath, name))
-            _rmdir(dirpath)
+            rmdir_cgroup(dirpath)
 
     # -- limits --------------------------------------------------------------------------
 
@@ -293,28 +293,3 @@ class V2Driver:
 
     def thaw(self, path: str) -> None:
         self._write(path, "cgroup.freeze", "0")
-
-
-def _rmdir(d: str) -> None:
-    """rmdir one cgroup, retrying EBUSY briefly while just-killed tasks are reaped (only when
-    ``cgroup.procs`` is already empty: live tasks fail at once)."""
-    deadline = time.monotonic() + 1.0
-    while True:
-        try:
-            os.rmdir(d)
-            return
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            if exc.errno == errno.EBUSY and not _has_tasks(d) and time.monotonic() < deadline:
-                time.sleep(0.01)
-                continue
-            raise CgroupWriteError(d, "", exc.errno or errno.EIO, action=f"rmdir {d}") from exc
-
-
-def _has_tasks(d: str) -> bool:
-    try:
-        with open(os.path.join(d, "cgroup.procs")) as fh:
-            return bool(fh.read().split())
-    except OSError:
-        return False
