@@ -113,6 +113,8 @@ class WatchCache:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        #: Set when the cache stopped following the store; the server is then unhealthy.
+        self.failed = asyncio.Event()
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -137,9 +139,16 @@ class WatchCache:
                 watcher.queue.put_nowait(None)
 
     async def _follow(self, revision: int) -> None:
-        stream = self._store.watch("/", from_revision=revision)
-        async for event in stream:
-            self._apply(event)
+        try:
+            async for event in self._store.watch("/", from_revision=revision):
+                self._apply(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Serving stale reads would be worse than not serving: say so and let the
+            # process owner restart the server (the supervisor does).
+            log.exception("the watch cache lost the store's log")
+        self.failed.set()
 
     def _locate(self, key: str) -> tuple[Kind, str] | None:
         parts = key.split("/")

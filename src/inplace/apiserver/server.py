@@ -16,7 +16,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_ob
 from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
 from inplace.api.tables import to_table
 from inplace.apiserver import subresources
-from inplace.apiserver.auth import SIMULATED_LABEL, TokenFile, User, authorize
+from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, TokenFile, User, authorize
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, forbidden, gone, qualified
 from inplace.apiserver.metrics import APIServerMetrics
@@ -84,7 +84,7 @@ class APIServer:
         self.cache: WatchCache | None = None
         self.rest: REST | None = None
         self._runner: web.AppRunner | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
         self.port = config.port
         self._pods = registry.by_kind("", "Pod")
         self._nodes = registry.by_kind("", "Node")
@@ -131,14 +131,20 @@ class APIServer:
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
-        self._tasks.append(asyncio.create_task(self._compact_loop(), name="compact"))
+        self._spawn(self._compact_loop(), "compact")
         if self.config.tune_gc:
-            self._tasks.append(asyncio.create_task(_gc_loop(), name="gc"))
+            self._spawn(_gc_loop(), "gc")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run `work` in the background; kept until done, cancelled by stop()."""
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        for task in list(self._tasks):
             task.cancel()
-        for task in self._tasks:
+        for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self.cache is not None:
@@ -181,8 +187,7 @@ class APIServer:
             )
             if ns is not None and ns.value["metadata"].get("deletionTimestamp"):
                 assert self.rest is not None
-                task = asyncio.create_task(self.rest.finalize_namespace(event.namespace))
-                self._tasks.append(task)
+                self._spawn(self.rest.finalize_namespace(event.namespace), "finalize-namespace")
 
     # -- middleware ---------------------------------------------------------------------------
 
@@ -267,6 +272,8 @@ class APIServer:
 
     async def _health(self, request: web.Request) -> web.Response:
         ready = self.cache is not None and self.cache.ready.is_set()
+        if self.cache is not None and self.cache.failed.is_set():
+            return web.Response(status=500, text="[-]watch-cache failed: not following the store\n")
         if request.path == "/readyz" and not ready:
             return web.Response(status=503, text="[-]informer-sync failed: not ready\n")
         if "verbose" in request.query:
@@ -546,7 +553,7 @@ class APIServer:
             )
             old = entry.value if entry else None
         simulated = False
-        if user.name == "system:node-simulator":
+        if user.name == SIMULATOR_USER:
             simulated = self._is_simulated(info, old, body)
         reason = authorize(
             user,

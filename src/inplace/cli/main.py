@@ -159,8 +159,15 @@ def _apiserver(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
+        assert server.cache is not None
+        stopped = asyncio.create_task(stop.wait())
+        failed = asyncio.create_task(server.cache.failed.wait())
+        await asyncio.wait({stopped, failed}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        failed.cancel()
         await server.stop()
+        if server.cache.failed.is_set():
+            raise SystemExit(1)  # the supervisor restarts us with a fresh cache
 
     run_event_loop(serve())
     return 0
