@@ -700,39 +700,9 @@ def _kind_paths(kind: Kind, components: _Components) -> dict[str, dict[str, Any]
             "parameters": [*_params(_LIST_PARAMS), copy.deepcopy(pretty)],
         }
 
-    one: dict[str, Any] = {}
-    if "get" in verbs:
-        one["get"] = _operation(
-            "get",
-            f"read{infix}{ns}{kind.kind}",
-            f"read the specified {kind.kind}",
-            tag,
-            gvk,
-            _responses(obj, (200,)),
-        )
-    if "update" in verbs:
-        one["put"] = _operation(
-            "put",
-            f"replace{infix}{ns}{kind.kind}",
-            f"replace the specified {kind.kind}",
-            tag,
-            gvk,
-            _responses(obj, (200, 201)),
-            params=_WRITE_PARAMS,
-            body=_body(obj),
-        )
-    if "patch" in verbs:
-        components.add_fixed(_PATCH)
-        one["patch"] = _operation(
-            "patch",
-            f"patch{infix}{ns}{kind.kind}",
-            f"partially update the specified {kind.kind}",
-            tag,
-            gvk,
-            _responses(obj, (200, 201)),
-            params=_PATCH_PARAMS,
-            body=_body(_PATCH, _PATCH_TYPES),
-        )
+    one = _read_write_operations(
+        verbs, f"{infix}{ns}{kind.kind}", f"the specified {kind.kind}", tag, gvk, obj, components
+    )
     if "delete" in verbs:
         components.add_model("V1DeleteOptions")
         one["delete"] = _operation(
@@ -817,23 +787,40 @@ def _subresource(
     target, sub_gvk = obj, gvk
     if sub in _SUB_MODELS:
         target, sub_gvk = components.add_model(_SUB_MODELS[sub]), _SUB_GVKS[sub]
+    return _read_write_operations(
+        verbs,
+        f"{infix}{ns}{kind.kind}{title}",
+        f"{sub} of the specified {kind.kind}",
+        tag,
+        sub_gvk,
+        target,
+        components,
+    )
+
+
+def _read_write_operations(
+    verbs: Iterable[str],
+    operation: str,
+    what: str,
+    tag: str,
+    gvk: dict[str, str],
+    target: str,
+    components: _Components,
+) -> dict[str, Any]:
+    """get/put/patch on one object or one subresource; `operation` is the operationId's
+    suffix ("CoreV1NamespacedPod"), `what` ends the description ("the specified Pod")."""
     ops: dict[str, Any] = {}
     if "get" in verbs:
         ops["get"] = _operation(
-            "get",
-            f"read{infix}{ns}{kind.kind}{title}",
-            f"read {sub} of the specified {kind.kind}",
-            tag,
-            sub_gvk,
-            _responses(target, (200,)),
+            "get", f"read{operation}", f"read {what}", tag, gvk, _responses(target, (200,))
         )
     if "update" in verbs:
         ops["put"] = _operation(
             "put",
-            f"replace{infix}{ns}{kind.kind}{title}",
-            f"replace {sub} of the specified {kind.kind}",
+            f"replace{operation}",
+            f"replace {what}",
             tag,
-            sub_gvk,
+            gvk,
             _responses(target, (200, 201)),
             params=_WRITE_PARAMS,
             body=_body(target),
@@ -842,10 +829,10 @@ def _subresource(
         components.add_fixed(_PATCH)
         ops["patch"] = _operation(
             "patch",
-            f"patch{infix}{ns}{kind.kind}{title}",
-            f"partially update {sub} of the specified {kind.kind}",
+            f"patch{operation}",
+            f"partially update {what}",
             tag,
-            sub_gvk,
+            gvk,
             _responses(target, (200, 201)),
             params=_PATCH_PARAMS,
             body=_body(_PATCH, _PATCH_TYPES),
