@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -25,13 +26,12 @@ from inplace.client import (
     LEASES,
     NODES,
     PODS,
-    APIConflictError,
     APINotFoundError,
     Client,
     ClusterConfig,
 )
 from inplace.node.agent import AgentConfig, NodeAgent
-from inplace.node.cgroups import NoneDriver
+from inplace.node.cgroups import CgroupResources, CgroupWriteError, NoneDriver
 from tests.conftest import InProcessServer
 
 NODE = "n1"
@@ -187,12 +187,7 @@ def pid_of(pod: dict[str, Any]) -> int:
 
 
 async def delete_and_wait(h: Harness, name: str) -> None:
-    for _ in range(20):  # the API server answers 409 when the delete races a status write
-        try:
-            await h.admin.delete(PODS, name, namespace="default")
-            break
-        except APIConflictError:
-            await asyncio.sleep(0.05)
+    await h.admin.delete(PODS, name, namespace="default")
 
     async def gone() -> bool:
         try:
@@ -460,3 +455,42 @@ async def test_deferred_resize_goes_through_when_room_appears(harness: Harness) 
     pod = await wait_for(applied, what="deferred resize applied")
     assert main_status(pod)["restartCount"] == 0
     await delete_and_wait(h, "small")
+
+
+class FlakyDriver(NoneDriver):
+    """Refuses to create the first pod cgroup, as a full or broken hierarchy would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = 0
+
+    def create(self, path: str, resources: CgroupResources) -> None:
+        if "/pod" in f"/{path}" and self.refused == 0:
+            self.refused += 1
+            raise CgroupWriteError(path + "/memory.limit_in_bytes", "1", errno.ENOSPC)
+        super().create(path, resources)
+
+
+async def test_a_pod_that_could_not_be_created_says_so_and_is_retried(harness: Harness) -> None:
+    h = harness
+    driver = FlakyDriver()
+    h.stop.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await h.task
+    h.stop = asyncio.Event()
+    h.agent = NodeAgent(h.node_client, h.config, driver=driver)
+    h.task = asyncio.create_task(h.agent.run(h.stop))
+    await h.admin.create(PODS, pod_body("flaky", SLEEP))
+
+    async def said_so() -> dict[str, Any] | None:
+        pod = await get_pod(h, "flaky")
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
+        return pod if waiting.get("reason") == "CreateContainerError" else None
+
+    failing = await wait_for(said_so, what="CreateContainerError reported")
+    assert "ENOSPC" in main_status(failing)["state"]["waiting"]["message"]
+    pod = await wait_for(lambda: running_pod(h, "flaky"), what="flaky running after the retry")
+    assert main_status(pod)["restartCount"] == 0
+    assert driver.refused == 1
+    await delete_and_wait(h, "flaky")

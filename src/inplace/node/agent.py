@@ -105,6 +105,8 @@ RESIZE_POLICY_ANNOTATION: Final = "inplace.dev/resize-policy"
 OOM_KILL_DISABLE_ANNOTATION: Final = "inplace.dev/oom-kill-disable"
 _TERMINAL: Final = ("Succeeded", "Failed")
 _RESIZE_BACKOFF_INITIAL: Final = 1.0
+#: How soon a pod whose containers could not be created is tried again.
+_CREATE_RETRY: Final = 1.0
 _RESIZE_BACKOFF_MAX: Final = 300.0
 _DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -801,8 +803,26 @@ class NodeAgent:
             self._retry_deferred()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             log.exception("pod %s lifecycle failed", w.key)
+            self._lifecycle_failed(w, exc)
+
+    def _lifecycle_failed(self, w: PodWorker, exc: Exception) -> None:
+        """Say on the pod what went wrong, as kubelet does for a container it could not
+        create, and try again later if nothing of the pod is running (with something
+        running, starting over could run a container twice)."""
+        message = f"{type(exc).__name__}: {exc}"
+        waiting = [cs for cs in w.containers.values() if cs.state == "waiting"]
+        for cs in waiting:
+            cs.reason, cs.message = "CreateContainerError", message
+        self.event(w, "Failed", f"Error: {message}", warning=True)
+        self.notify(w)
+        if not w.stopping and not any(cs.state == "running" for cs in w.containers.values()):
+            asyncio.get_running_loop().call_later(_CREATE_RETRY, self._retry_lifecycle, w)
+
+    def _retry_lifecycle(self, w: PodWorker) -> None:
+        if not w.stopping and self.workers.get(w.uid) is w:
+            self._start_worker(w)
 
     async def _stop_sidecars(self, w: PodWorker, sidecars: list[asyncio.Task[None]]) -> None:
         """The app containers are done for good: stop the sidecars, last started first."""
