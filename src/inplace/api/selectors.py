@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from inplace.api.names import label_value_errors, qualified_name_errors
+
 __all__ = [
     "FieldRequirement",
     "FieldSelector",
@@ -36,82 +38,6 @@ class SelectorError(ValueError):
 
     The message is upstream's, so clients see the same text a real API server would send.
     """
-
-
-# --- label key / value validation (apimachinery util/validation) ---------------------------
-
-_QNAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE: Final = re.compile(f"^{_QNAME_FMT}$")
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT: Final = f"({_QNAME_FMT})?"
-_LABEL_VALUE_RE: Final = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, "
-    "'-', '_' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _label_key_errors(key: str) -> list[str]:
-    """upstream IsQualifiedName: `[prefix/]name`, prefix a DNS subdomain, name ≤ 63."""
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QNAME_RE.match(name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errs
 
 
 def _invalid(path: str, value: object, detail: str) -> str:
@@ -187,7 +113,7 @@ class Requirement:
         errs: list[str] = []
         key_path = f"{path}.key" if path else "key"
         values_path = f"{path}.values" if path else "values"
-        if key_errs := _label_key_errors(key):
+        if key_errs := qualified_name_errors(key):
             errs.append(_invalid(key_path, key, "; ".join(key_errs)))
         if operator in (IN, NOT_IN):
             if not vals:
@@ -234,7 +160,7 @@ class Requirement:
             bad = json.dumps(operator)
             errs.append(f"{op_path}: Unsupported value: {bad}: supported values: {supported}")
         for i, v in enumerate(vals):
-            if value_errs := _label_value_errors(v):
+            if value_errs := label_value_errors(v):
                 errs.append(_invalid(f"{values_path}[{i}][{key}]", v, "; ".join(value_errs)))
         if errs:
             raise SelectorError(_aggregate(errs))
@@ -461,7 +387,7 @@ class _LabelParser:
             tok, key = self._take(True)
         if tok != _ID:
             raise SelectorError(f"found '{key}', expected: identifier")
-        if key_errs := _label_key_errors(key):
+        if key_errs := qualified_name_errors(key):
             raise SelectorError(_invalid("<nil>", key, "; ".join(key_errs)))
         if self._look(True)[0] in (_EOS, _COMMA) and operator != DOES_NOT_EXIST:
             operator = EXISTS

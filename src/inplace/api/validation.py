@@ -49,6 +49,15 @@ from typing import Any, Final
 
 from inplace.api import resources
 from inplace.api.kinds import Kind
+from inplace.api.names import byte_len as _blen
+from inplace.api.names import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
+from inplace.api.names import max_len_error as _max_len_error
+from inplace.api.names import regex_error as _regex_error
 from inplace.api.quantity import ERR_FORMAT_WRONG, Quantity, QuantityError
 
 __all__ = [
@@ -318,35 +327,9 @@ def _key(path: str, key: object) -> str:
 
 # -- formats (apimachinery util/validation) ------------------------------------------------------
 
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_MSG: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_FMT: Final = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character"
-)
-_QNAME_CHAR_FMT: Final = "[A-Za-z0-9]"
-_QNAME_EXT_CHAR_FMT: Final = "[-A-Za-z0-9_.]"
-_QNAME_FMT: Final = f"({_QNAME_CHAR_FMT}{_QNAME_EXT_CHAR_FMT}*)?{_QNAME_CHAR_FMT}"
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_FMT: Final = f"({_QNAME_FMT})?"
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
 _PERCENT_FMT: Final = "[0-9]+%"
 _PERCENT_MSG: Final = "a valid percent string must be a numeric string followed by an ending '%'"
 
-_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_QNAME_RE: Final = re.compile(_QNAME_FMT)
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
 _PERCENT_RE: Final = re.compile(_PERCENT_FMT)
 _PORT_NAME_CHARSET_RE: Final = re.compile("[-a-z0-9]+")
 _PORT_NAME_LETTER_RE: Final = re.compile("[a-z]")
@@ -357,93 +340,8 @@ _IMMUTABLE_MSG: Final = "field is immutable"
 _TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * 1024
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """Upstream ``RegexError``, double spaces before "or" included."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    text = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
 def _inclusive_range_error(lo: int, hi: int) -> str:
     return f"must be between {lo} and {hi}, inclusive"
-
-
-def _blen(text: str) -> int:
-    """Length in bytes, as Go's ``len`` counts."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def dns1123_label_errors(value: str) -> list[str]:
-    """Upstream ``IsDNS1123Label``."""
-    errs = []
-    if _blen(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    """Upstream ``IsDNS1123Subdomain``."""
-    errs = []
-    if _blen(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """Upstream ``IsQualifiedName`` (label keys, annotation keys, resource names)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + msg for msg in dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _blen(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Upstream ``IsValidLabelValue``."""
-    errs = []
-    if _blen(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errs
 
 
 def _port_name_errors(port: str) -> list[str]:

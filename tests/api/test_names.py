@@ -1,0 +1,40 @@
+"""Upstream's name and label rules, shared by validation and selectors."""
+
+from __future__ import annotations
+
+import pytest
+
+from inplace.api.names import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "ok"),
+    [
+        (dns1123_label_errors, "web-1", True),
+        (dns1123_label_errors, "Web", False),
+        (dns1123_label_errors, "a" * 64, False),
+        (dns1123_subdomain_errors, "example.com", True),
+        (dns1123_subdomain_errors, "-bad.com", False),
+        (qualified_name_errors, "app", True),
+        (qualified_name_errors, "inplace.dev/resize-policy", True),
+        (qualified_name_errors, "a/b/c", False),
+        (qualified_name_errors, "/name", False),
+        (label_value_errors, "", True),
+        (label_value_errors, "v1.2_x", True),
+        (label_value_errors, "-x", False),
+    ],
+)
+def test_rules(check: object, value: str, ok: bool) -> None:
+    assert callable(check)
+    assert (check(value) == []) is ok
+
+
+def test_messages_are_upstreams() -> None:
+    assert dns1123_label_errors("a.b") == ["must not contain dots"]
+    assert qualified_name_errors("/name") == ["prefix part must be non-empty"]
+    assert qualified_name_errors("x" * 64) == ["name part must be no more than 63 characters"]
