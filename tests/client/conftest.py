@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -30,10 +29,3 @@ async def server() -> AsyncIterator[FakeAPIServer]:
 async def client(server: FakeAPIServer) -> AsyncIterator[Client]:
     async with Client(ClusterConfig(server=server.url, token="s3cret")) as c:
         yield c
-
-
-async def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``cond`` until true (fails the test after ``timeout``; never asserts on time)."""
-    async with asyncio.timeout(timeout):
-        while not cond():
-            await asyncio.sleep(0.005)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from inplace.client import PODS, Client, Informer, key_of, split_key
+from tests.poll import await_until
 
-from .conftest import wait_until
 from .fakeserver import FakeAPIServer, pod
 
 Obj = dict[str, Any]
@@ -88,13 +88,13 @@ async def test_initial_sync(server: FakeAPIServer, running: Any) -> None:
 
 async def test_watch_events_in_order(server: FakeAPIServer, running: Any) -> None:
     informer, mirror, _ = running
-    await wait_until(lambda: len(server.watches) == 1)
+    await await_until(lambda: len(server.watches) == 1)
     mirror.log.clear()
     server.put(pod("a", "p4"))
     server.put(pod("a", "p1", nodeName="n9"))
     server.remove("b", "p3")
     server.put(pod("a", "p4", nodeName="n1"))
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
     assert mirror.log == [
         ("add", "a/p4"),
         ("update", "a/p1"),
@@ -106,28 +106,28 @@ async def test_watch_events_in_order(server: FakeAPIServer, running: Any) -> Non
 
 async def test_resumes_after_clean_close(server: FakeAPIServer, running: Any) -> None:
     informer, mirror, _ = running
-    await wait_until(lambda: len(server.watches) == 1)
+    await await_until(lambda: len(server.watches) == 1)
     server.put(pod("a", "p5"))
-    await wait_until(lambda: informer.resource_version == str(server.rv))
+    await await_until(lambda: informer.resource_version == str(server.rv))
     seen = informer.resource_version
     server.watch_gate.clear()  # hold the reconnect while things change
     server.close_watches()
-    await wait_until(lambda: not server.watches)
+    await await_until(lambda: not server.watches)
     server.put(pod("a", "p6"))
     server.remove("a", "p2")
     server.watch_gate.set()
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
     assert informer.relists == 1  # no relist needed
     assert server.watch_requests()[-1]["resourceVersion"] == seen
 
 
 async def test_reconnects_after_connection_drop(server: FakeAPIServer, running: Any) -> None:
     informer, mirror, _ = running
-    await wait_until(lambda: len(server.watches) == 1)
+    await await_until(lambda: len(server.watches) == 1)
     watches_before = len(server.watch_requests())
     server.drop_watches()
     server.put(pod("b", "p7"))
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
     assert informer.relists == 1
     assert len(server.watch_requests()) > watches_before
 
@@ -138,10 +138,10 @@ async def test_relists_on_gone_and_emits_the_diff(
 ) -> None:
     informer, mirror, _ = running
     server.gone_mode = mode
-    await wait_until(lambda: len(server.watches) == 1)
+    await await_until(lambda: len(server.watches) == 1)
     server.watch_gate.clear()
     server.close_watches()
-    await wait_until(lambda: not server.watches)
+    await await_until(lambda: not server.watches)
     # While the informer is away: an add, an update, a delete, an unchanged object, and then
     # compaction, so resuming from its resourceVersion is impossible.
     server.put(pod("a", "new"))
@@ -150,13 +150,13 @@ async def test_relists_on_gone_and_emits_the_diff(
     server.compact()
     mirror.log.clear()
     server.watch_gate.set()
-    await wait_until(lambda: informer.relists == 2)
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: informer.relists == 2)
+    await await_until(lambda: converged(server, informer, mirror, None))
     assert sorted(mirror.log) == [("add", "a/new"), ("delete", "a/p2"), ("update", "a/p1")]
     assert informer.last_sync_resource_version == str(server.rv)
     # And it keeps watching afterwards.
     server.put(pod("b", "after"))
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
 
 
 async def test_bookmark_advances_resource_version(server: FakeAPIServer, client: Client) -> None:
@@ -164,13 +164,13 @@ async def test_bookmark_advances_resource_version(server: FakeAPIServer, client:
     informer = Informer(client, PODS, namespace="a")
     task = asyncio.create_task(informer.run())
     await informer.wait_synced()
-    await wait_until(lambda: len(server.watches) == 1)
+    await await_until(lambda: len(server.watches) == 1)
     server.put(pod("b", "elsewhere"))  # not in our namespace: no event, but rv moves on
     assert informer.resource_version != str(server.rv)
     server.send_bookmark()
-    await wait_until(lambda: informer.resource_version == str(server.rv))
+    await await_until(lambda: informer.resource_version == str(server.rv))
     server.close_watches()
-    await wait_until(lambda: server.watch_requests()[-1]["resourceVersion"] == str(server.rv))
+    await await_until(lambda: server.watch_requests()[-1]["resourceVersion"] == str(server.rv))
     assert server.watch_requests()[-1]["allowWatchBookmarks"] == "true"
     assert informer.keys() == ["a/p1"]
     informer.stop()
@@ -203,7 +203,7 @@ async def test_indexes(server: FakeAPIServer, running: Any) -> None:
     assert informer.index_keys("node", "n2") == ["a/p2"]
     server.put(pod("a", "p1", nodeName="n2"))
     server.remove("b", "p3")
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
     assert informer.index_keys("node", "n1") == []
     assert informer.index_keys("node", "n2") == ["a/p1", "a/p2"]
     with pytest.raises(KeyError):
@@ -229,7 +229,7 @@ async def test_handler_exception_does_not_stop_informer(
 
     informer.add_handler(on_add=boom)
     server.put(pod("a", "x"))
-    await wait_until(lambda: converged(server, informer, mirror, None))
+    await await_until(lambda: converged(server, informer, mirror, None))
 
 
 async def test_resync_redelivers(server: FakeAPIServer, client: Client) -> None:
@@ -238,7 +238,7 @@ async def test_resync_redelivers(server: FakeAPIServer, client: Client) -> None:
     updates: list[str] = []
     informer.add_handler(on_update=lambda old, new: updates.append(key_of(new)))
     task = asyncio.create_task(informer.run())
-    await wait_until(lambda: len(updates) >= 2)
+    await await_until(lambda: len(updates) >= 2)
     assert set(updates) == {"a/p1"}
     informer.stop()
     await asyncio.wait_for(task, 5)

@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from tests.conftest import Cluster, start_cluster
+from tests.poll import wait_until
 
 NODE = "node-1"
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -82,18 +83,6 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def wait_until(predicate: Callable[[], Any], *, timeout: float = 60.0, what: str = "") -> Any:
-    """Bounded polling (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"not reached within {timeout}s: {what or predicate}")
-        time.sleep(0.2)
 
 
 def node_ready(cluster: Cluster) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import pytest
 from inplace.cli.paths import DataDir
 from inplace.cli.up import cgroup_root_of, remove_empty_cgroup_root
 from tests.conftest import Cluster, start_cluster
+from tests.poll import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -54,16 +55,6 @@ class SchedCluster:
         self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
 
 
-def _wait(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedCluster]:
     data_dir = tmp_path_factory.mktemp("sched-cluster") / "data"
@@ -78,7 +69,7 @@ def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedCluster]:
             out = running.kubectl("get", "nodes", "-o", "name", check=False).stdout.split()
             return len(out) >= 2
 
-        _wait(nodes_ready, 60, "two nodes")
+        wait_until(nodes_ready, timeout=60, what="two nodes")
         for name, value in (("high", 1000), ("low", 0)):
             running.apply(
                 {
@@ -156,7 +147,7 @@ def running(sc: SchedCluster, name: str) -> dict[str, Any]:
             return pod
         return None
 
-    pod: dict[str, Any] = _wait(check, 60, f"pod {name} running")
+    pod: dict[str, Any] = wait_until(check, timeout=60, what=f"pod {name} running")
     return pod
 
 
@@ -202,7 +193,7 @@ def test_resize_that_fits_is_approved_and_applied_in_place(sc: SchedCluster) -> 
         pod = sc.get("fits")
         return pod if allocated_cpu(pod) == "300m" else None
 
-    pod = _wait(applied, 30, "the resize to be applied")
+    pod = wait_until(applied, timeout=30, what="the resize to be applied")
     scheduled = condition(pod, "PodResizeScheduled")
     assert scheduled is not None, pod["status"]
     assert scheduled["observedGeneration"] == pod["metadata"]["generation"]
@@ -227,9 +218,13 @@ def test_limits_only_and_shrinking_resizes_need_no_approval(sc: SchedCluster) ->
         actual = (statuses[0].get("resources") or {}).get("limits", {}).get("memory")
         return pod if actual == "300Mi" else None
 
-    _wait(limit_applied, 30, "the limits-only resize to be applied")
+    wait_until(limit_applied, timeout=30, what="the limits-only resize to be applied")
     resize(sc, "limits", "100m")
-    _wait(lambda: allocated_cpu(sc.get("limits")) == "100m", 30, "the shrink to be applied")
+    wait_until(
+        lambda: allocated_cpu(sc.get("limits")) == "100m",
+        timeout=30,
+        what="the shrink to be applied",
+    )
     delete(sc, "limits")
 
 
@@ -239,7 +234,9 @@ def test_deferred_resize_completes_soon_after_a_pod_leaves(sc: SchedCluster) -> 
     running(sc, "grower")
     running(sc, "blocker")
     resize(sc, "grower", "600m")
-    pending = _wait(lambda: condition(sc.get("grower"), "PodResizePending"), 30, "PodResizePending")
+    pending = wait_until(
+        lambda: condition(sc.get("grower"), "PodResizePending"), timeout=30, what="PodResizePending"
+    )
     assert pending["reason"] == "Deferred"
     assert "Insufficient cpu" in pending["message"]
     assert "ResizeDeferred" in events_for(sc, "grower")
@@ -248,7 +245,9 @@ def test_deferred_resize_completes_soon_after_a_pod_leaves(sc: SchedCluster) -> 
     time.sleep(8)
     started = time.monotonic()
     delete(sc, "blocker")
-    _wait(lambda: allocated_cpu(sc.get("grower")) == "600m", 5, "the deferred resize")
+    wait_until(
+        lambda: allocated_cpu(sc.get("grower")) == "600m", timeout=5, what="the deferred resize"
+    )
     print(f"\n[e2e] deferred resize applied {time.monotonic() - started:.1f}s after the delete")
     delete(sc, "grower")
 
@@ -257,10 +256,16 @@ def test_resize_above_allocatable_is_infeasible(sc: SchedCluster) -> None:
     sc.apply(manifest("huge", "200m", node="node-2"))
     running(sc, "huge")
     resize(sc, "huge", "2")
-    pending = _wait(lambda: condition(sc.get("huge"), "PodResizePending"), 30, "Infeasible")
+    pending = wait_until(
+        lambda: condition(sc.get("huge"), "PodResizePending"), timeout=30, what="Infeasible"
+    )
     assert pending["reason"] == "Infeasible"
     assert "Node didn't have enough capacity: cpu" in pending["message"]
-    _wait(lambda: "ResizeInfeasible" in events_for(sc, "huge"), 10, "ResizeInfeasible event")
+    wait_until(
+        lambda: "ResizeInfeasible" in events_for(sc, "huge"),
+        timeout=10,
+        what="ResizeInfeasible event",
+    )
     assert allocated_cpu(sc.get("huge")) == "200m"
     delete(sc, "huge")
 
@@ -271,7 +276,9 @@ def test_high_priority_resize_preempts_low_priority_pod(sc: SchedCluster) -> Non
     running(sc, "vip")
     running(sc, "batch")
     resize(sc, "vip", "600m")
-    _wait(lambda: allocated_cpu(sc.get("vip")) == "600m", 60, "the preempting resize")
+    wait_until(
+        lambda: allocated_cpu(sc.get("vip")) == "600m", timeout=60, what="the preempting resize"
+    )
     batch = sc.get("batch")
     assert batch is None or batch["metadata"].get("deletionTimestamp")
     delete(sc, "vip", "batch")
@@ -296,7 +303,9 @@ def test_resize_racing_new_pods_never_overcommits_a_node(sc: SchedCluster) -> No
         ]
         return items if len(done) == 20 else None
 
-    items = _wait(settled, 90, "the 20 new pods to be placed or reported unschedulable")
+    items = wait_until(
+        settled, timeout=90, what="the 20 new pods to be placed or reported unschedulable"
+    )
     rejected = [
         p["metadata"]["name"]
         for p in items

@@ -86,25 +86,3 @@ def v1_driver() -> Iterator[V1Driver]:
     finally:
         _kill_everything(driver)
         driver.remove("")
-
-
-def wait_for(predicate: object, *, timeout: float = 20.0, interval: float = 0.02) -> None:
-    """Poll ``predicate`` until true; fail the test (not a timing assertion: a hang guard)."""
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s: {predicate}")
-        time.sleep(interval)
-
-
-async def await_for(predicate: object, *, timeout: float = 20.0, interval: float = 0.02) -> None:
-    """:func:`wait_for` for async tests (does not block the event loop)."""
-    import asyncio
-
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s: {predicate}")
-        await asyncio.sleep(interval)

@@ -12,7 +12,7 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from inplace.client import (
 from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import CgroupResources, CgroupWriteError, NoneDriver
 from tests.conftest import InProcessServer
+from tests.poll import await_until
 
 NODE = "n1"
 
@@ -84,7 +85,7 @@ async def harness(apiserver: InProcessServer, tmp_path: Path) -> AsyncIterator[H
     task = asyncio.create_task(agent.run(stop))
     h = Harness(apiserver, admin, node_client, config, agent, stop, task)
     try:
-        await wait_for(lambda: get_node(h), what="node registered")
+        await await_until(lambda: get_node(h), what="node registered")
         yield h
     finally:
         pids = [p.pid for w in h.agent.workers.values() for p in w.procs.values()]
@@ -103,21 +104,6 @@ async def get_node(h: Harness) -> dict[str, Any] | None:
         return await h.admin.get(NODES, NODE)
     except APINotFoundError:
         return None
-
-
-async def wait_for(predicate: Callable[[], Any], *, timeout: float = 20.0, what: str = "") -> Any:
-    """Bounded polling of an async predicate (a hang guard, not a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if loop.time() > deadline:
-            pytest.fail(f"not reached within {timeout}s: {what}")
-        await asyncio.sleep(0.05)
 
 
 def pod_body(
@@ -196,7 +182,7 @@ async def delete_and_wait(h: Harness, name: str) -> None:
             return True
         return False
 
-    await wait_for(gone, what=f"{name} deleted")
+    await await_until(gone, what=f"{name} deleted")
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -210,7 +196,7 @@ async def test_registers_node_and_lease(harness: Harness) -> None:
     assert limits["status"] == "False" and "NOT enforced" in limits["message"]
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True" and ready["lastHeartbeatTime"]
-    lease = await wait_for(lambda: _lease(harness), what="lease created")
+    lease = await await_until(lambda: _lease(harness), what="lease created")
     assert lease["spec"]["holderIdentity"] == NODE
     assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
 
@@ -225,14 +211,14 @@ async def _lease(h: Harness) -> dict[str, Any] | None:
 async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Path) -> None:
     h = harness
     await h.admin.create(PODS, pod_body("app", SLEEP))
-    pod = await wait_for(lambda: running_pod(h, "app"), what="app Running")
+    pod = await await_until(lambda: running_pod(h, "app"), what="app Running")
     pid = pid_of(pod)
     status = main_status(pod)
     assert status["restartCount"] == 0
     assert status["allocatedResources"] == {"cpu": "100m", "memory": "64Mi"}
     uid = pod["metadata"]["uid"]
     log = tmp_path / "logs" / f"default_app_{uid}" / "main" / "0.log"
-    await wait_for(lambda: log.exists() and f"pid {pid}" in log.read_text(), what="log written")
+    await await_until(lambda: log.exists() and f"pid {pid}" in log.read_text(), what="log written")
 
     # Resize: recorded (none driver), PID kept, events posted.
     want = {
@@ -252,10 +238,10 @@ async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Pat
         pod = await get_pod(h, "app")
         return pod if main_status(pod).get("resources") == want else None
 
-    pod = await wait_for(resized, what="resize applied")
+    pod = await await_until(resized, what="resize applied")
     assert pid_of(pod) == pid and main_status(pod)["restartCount"] == 0
     assert not [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
-    reasons = await wait_for(
+    reasons = await await_until(
         lambda: _event_reasons(h, "app", {"ResizeStarted", "ResizeCompleted"}), what="resize events"
     )
     assert {"ResizeStarted", "ResizeCompleted"} <= reasons
@@ -278,7 +264,7 @@ async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Pat
                 return c
         return None
 
-    cond = await wait_for(infeasible, what="PodResizePending Infeasible")
+    cond = await await_until(infeasible, what="PodResizePending Infeasible")
     assert (
         cond["message"] == "Node didn't have enough capacity: cpu, requested: 4000, capacity: 1000"
     )
@@ -287,7 +273,7 @@ async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Pat
     # The agent dies as if SIGKILLed and comes back: same process, same restart count.
     await h.restart_agent(kill=True)
     assert psutil.Process(pid).is_running()
-    await wait_for(lambda: h.agent.workers, what="re-adopted")
+    await await_until(lambda: h.agent.workers, what="re-adopted")
     worker = next(iter(h.agent.workers.values()))
     assert worker.procs["main"].pid == pid
     await h.admin.patch(
@@ -304,12 +290,12 @@ async def test_runs_resizes_readopts_and_deletes(harness: Harness, tmp_path: Pat
         conds = [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
         return pod if not conds and pod["status"]["phase"] == "Running" else None
 
-    pod = await wait_for(settled, what="pending cleared after restart")
+    pod = await await_until(settled, what="pending cleared after restart")
     assert pid_of(pod) == pid and main_status(pod)["restartCount"] == 0
 
     # Graceful deletion: SIGTERM, then the agent confirms with gracePeriodSeconds=0.
     await delete_and_wait(h, "app")
-    await wait_for(lambda: not _alive(pid), what="process stopped")
+    await await_until(lambda: not _alive(pid), what="process stopped")
     assert not list((tmp_path / "node" / "checkpoints").glob("*.json"))
 
 
@@ -329,13 +315,13 @@ async def _event_reasons(h: Harness, name: str, want: set[str]) -> set[str] | No
 async def test_exit_while_agent_is_down_is_reaped_with_its_code(harness: Harness) -> None:
     h = harness
     await h.admin.create(PODS, pod_body("job", SLEEP, restart_policy="Never"))
-    pod = await wait_for(lambda: running_pod(h, "job"), what="job Running")
+    pod = await await_until(lambda: running_pod(h, "job"), what="job Running")
     pid = pid_of(pod)
     h.task.cancel()  # the agent "dies"
     with contextlib.suppress(asyncio.CancelledError):
         await h.task
     os.kill(pid, signal.SIGTERM)
-    await wait_for(lambda: not _alive(pid), what="workload exited")
+    await await_until(lambda: not _alive(pid), what="workload exited")
     h.stop = asyncio.Event()
     h.agent = NodeAgent(h.node_client, h.config, driver=NoneDriver())
     h.task = asyncio.create_task(h.agent.run(h.stop))
@@ -344,7 +330,7 @@ async def test_exit_while_agent_is_down_is_reaped_with_its_code(harness: Harness
         pod = await get_pod(h, "job")
         return pod if pod["status"].get("phase") == "Failed" else None
 
-    pod = await wait_for(failed, what="job Failed")
+    pod = await await_until(failed, what="job Failed")
     term = main_status(pod)["state"]["terminated"]
     assert term["exitCode"] == 143 and term["signal"] == 15 and term["reason"] == "Error"
     assert main_status(pod)["restartCount"] == 0
@@ -359,7 +345,7 @@ async def test_rejects_a_pod_that_does_not_fit(harness: Harness) -> None:
         pod = await get_pod(h, "huge")
         return pod if pod["status"].get("phase") == "Failed" else None
 
-    pod = await wait_for(failed, what="huge rejected")
+    pod = await await_until(failed, what="huge rejected")
     assert pod["status"]["reason"] == "OutOfmemory"
     assert pod["status"]["message"] == (
         "Pod was rejected: Node didn't have enough resource: memory, requested: "
@@ -382,7 +368,7 @@ async def test_crash_loop_backoff_and_init_containers(harness: Harness) -> None:
         state = main_status(pod)["state"] if pod["status"].get("containerStatuses") else {}
         return pod if state.get("waiting", {}).get("reason") == "CrashLoopBackOff" else None
 
-    pod = await wait_for(backing_off, what="CrashLoopBackOff")
+    pod = await await_until(backing_off, what="CrashLoopBackOff")
     status = main_status(pod)
     assert status["restartCount"] == 1
     assert status["lastState"]["terminated"]["exitCode"] == 3
@@ -398,19 +384,19 @@ async def test_crash_loop_backoff_and_init_containers(harness: Harness) -> None:
 async def test_usage_summary_and_metrics_provider(harness: Harness) -> None:
     h = harness
     await h.admin.create(PODS, pod_body("busy", SLEEP))
-    await wait_for(lambda: running_pod(h, "busy"), what="busy Running")
-    await wait_for(lambda: h.agent.sampler.latest(), what="a usage sample")
+    await await_until(lambda: running_pod(h, "busy"), what="busy Running")
+    await await_until(lambda: h.agent.sampler.latest(), what="a usage sample")
 
     async def nodes() -> list[dict[str, Any]]:
         return [await h.admin.get(NODES, NODE)]
 
     provider = NodeMetricsProvider(nodes, ttl=0)
-    pods = await wait_for(lambda: provider("PodMetrics", "default"), what="pod metrics")
+    pods = await await_until(lambda: provider("PodMetrics", "default"), what="pod metrics")
     assert pods[0]["metadata"]["name"] == "busy"
     assert pods[0]["containers"][0]["name"] == "main"
     assert pods[0]["containers"][0]["usage"]["memory"].endswith("Ki")
     assert await provider("PodMetrics", "elsewhere") == []
-    node_metrics = await wait_for(lambda: provider("NodeMetrics", None), what="node metrics")
+    node_metrics = await await_until(lambda: provider("NodeMetrics", None), what="node metrics")
     assert node_metrics[0]["metadata"]["name"] == NODE
     assert node_metrics[0]["usage"]["cpu"].endswith("n")
     await delete_and_wait(h, "busy")
@@ -420,8 +406,8 @@ async def test_deferred_resize_goes_through_when_room_appears(harness: Harness) 
     h = harness
     await h.admin.create(PODS, pod_body("small", SLEEP, cpu="300m"))
     await h.admin.create(PODS, pod_body("filler", SLEEP, cpu="600m"))
-    await wait_for(lambda: running_pod(h, "small"), what="small Running")
-    await wait_for(lambda: running_pod(h, "filler"), what="filler Running")
+    await await_until(lambda: running_pod(h, "small"), what="small Running")
+    await await_until(lambda: running_pod(h, "filler"), what="filler Running")
     want = {
         "requests": {"cpu": "600m", "memory": "64Mi"},
         "limits": {"cpu": "600m", "memory": "64Mi"},
@@ -438,11 +424,11 @@ async def test_deferred_resize_goes_through_when_room_appears(harness: Harness) 
                 return c
         return None
 
-    cond = await wait_for(deferred, what="Deferred")
+    cond = await await_until(deferred, what="Deferred")
     assert cond["message"] == (
         "Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000"
     )
-    assert await wait_for(lambda: _event_reasons(h, "small", {"ResizeDeferred"}), what="event")
+    assert await await_until(lambda: _event_reasons(h, "small", {"ResizeDeferred"}), what="event")
     # Room appears: the filler goes away, and the deferred resize is retried at once (not on
     # its back-off timer, which would also get there).
     await delete_and_wait(h, "filler")
@@ -452,7 +438,7 @@ async def test_deferred_resize_goes_through_when_room_appears(harness: Harness) 
         conds = [c for c in pod["status"]["conditions"] if c["type"].startswith("PodResize")]
         return pod if not conds and main_status(pod).get("resources") == want else None
 
-    pod = await wait_for(applied, what="deferred resize applied")
+    pod = await await_until(applied, what="deferred resize applied")
     assert main_status(pod)["restartCount"] == 0
     await delete_and_wait(h, "small")
 
@@ -488,9 +474,9 @@ async def test_a_pod_that_could_not_be_created_says_so_and_is_retried(harness: H
         waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
         return pod if waiting.get("reason") == "CreateContainerError" else None
 
-    failing = await wait_for(said_so, what="CreateContainerError reported")
+    failing = await await_until(said_so, what="CreateContainerError reported")
     assert "ENOSPC" in main_status(failing)["state"]["waiting"]["message"]
-    pod = await wait_for(lambda: running_pod(h, "flaky"), what="flaky running after the retry")
+    pod = await await_until(lambda: running_pod(h, "flaky"), what="flaky running after the retry")
     assert main_status(pod)["restartCount"] == 0
     assert driver.refused == 1
     await delete_and_wait(h, "flaky")

@@ -31,7 +31,7 @@ from inplace.node.simulated import (
     run_simulated,
 )
 from tests.conftest import InProcessServer
-from tests.node.test_agent import wait_for
+from tests.poll import await_until
 
 Mi = 2**20
 
@@ -115,7 +115,7 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
                         return False
                 return True
 
-            await wait_for(leases, what="three leases")
+            await await_until(leases, what="three leases")
             node = await admin.get(NODES, "sim-2")
             assert node["metadata"]["labels"]["inplace.dev/simulated"] == "true"
             profile = json.dumps({"cpu": "300m", "memory": "200Mi"})
@@ -145,7 +145,7 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
                 got = await admin.get(PODS, "sp", namespace="default")
                 return got if got["status"].get("phase") == "Running" else None
 
-            await wait_for(running, what="simulated pod Running")
+            await await_until(running, what="simulated pod Running")
             # Resize: same admission and resize logic as a real node.
             big = {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}
             body = {"spec": {"containers": [{"name": "main", "resources": big}]}}
@@ -160,7 +160,7 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
                     for c in got["status"].get("conditions") or ()
                 )
 
-            await wait_for(infeasible, what="Infeasible on a 2-CPU simulated node")
+            await await_until(infeasible, what="Infeasible on a 2-CPU simulated node")
 
             async def nodes() -> list[dict[str, Any]]:
                 return list((await admin.list(NODES))["items"])
@@ -171,7 +171,7 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
                 items = await provider("PodMetrics", "default")
                 return items if items and items[0]["containers"] else None
 
-            metrics = await wait_for(usage, what="simulated usage")
+            metrics = await await_until(usage, what="simulated usage")
             assert metrics[0]["containers"][0]["usage"] == {
                 "cpu": "300000000n",
                 "memory": f"{200 * 1024}Ki",
@@ -195,7 +195,7 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
                     return True
                 return False
 
-            await wait_for(gone, what="simulated pod deleted")
+            await await_until(gone, what="simulated pod deleted")
         finally:
             stop.set()
             with contextlib.suppress(asyncio.CancelledError, Exception):

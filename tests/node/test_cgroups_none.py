@@ -10,8 +10,7 @@ import psutil
 import pytest
 
 from inplace.node.cgroups import CgroupNotFound, CgroupResources, CgroupUnsupported, NoneDriver
-
-from .conftest import wait_for
+from tests.poll import wait_until
 
 Mi = 1024 * 1024
 
@@ -51,8 +50,8 @@ def test_usage_of_a_real_process_tree() -> None:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == b"ready"
         driver.add_process("pod/c", proc.pid)
-        wait_for(lambda: len(driver.pids("pod/c")) == 2)
-        wait_for(lambda: driver.usage("pod/c").cpu_usage_ns > 0)
+        wait_until(lambda: len(driver.pids("pod/c")) == 2)
+        wait_until(lambda: driver.usage("pod/c").cpu_usage_ns > 0)
         usage = driver.usage("pod/c")
         assert usage.memory_usage_bytes >= 30 * Mi
         assert usage.memory_working_set_bytes == usage.memory_usage_bytes
@@ -60,13 +59,13 @@ def test_usage_of_a_real_process_tree() -> None:
         assert driver.usage("pod").memory_usage_bytes >= 30 * Mi
 
         driver.freeze("pod/c")
-        wait_for(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED)
+        wait_until(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED)
         driver.thaw("pod/c")
-        wait_for(lambda: psutil.Process(proc.pid).status() != psutil.STATUS_STOPPED)
+        wait_until(lambda: psutil.Process(proc.pid).status() != psutil.STATUS_STOPPED)
     finally:
         for p in psutil.Process(proc.pid).children(recursive=True):
             p.kill()
         proc.kill()
         proc.wait()
         time.sleep(0)
-    wait_for(lambda: driver.pids("pod/c") == [])
+    wait_until(lambda: driver.pids("pod/c") == [])

@@ -19,8 +19,9 @@ from inplace.node.cgroups import (
     V1Driver,
 )
 from inplace.node.runtime import ProcessRuntime, ProcessSpec
+from tests.poll import await_until
 
-from .conftest import await_for, needs_v1, python_cmd, workload_env
+from .conftest import needs_v1, python_cmd, workload_env
 
 Mi = 1024 * 1024
 
@@ -119,7 +120,7 @@ async def test_process_in_cgroup_and_memory_decrease_below_usage(
     runtime = ProcessRuntime(v1_driver)
     proc = await runtime.start(spec(tmp_path, allocate_then_sleep(50), "pod/c"))
     try:
-        await await_for(lambda: "ready" in Path(proc.log_path).read_text())
+        await await_until(lambda: "ready" in Path(proc.log_path).read_text())
         paths = v1_driver.cgroup_paths_of(proc.pid)
         root = "/" + v1_driver.root_name + "/pod/c"
         for controller in ("memory", "cpu", "cpuacct", "freezer", "pids"):

@@ -29,8 +29,9 @@ from inplace.node.runtime import (
     RunningProcess,
     format_cri_log,
 )
+from tests.poll import await_until
 
-from .conftest import await_for, python_cmd, workload_env
+from .conftest import python_cmd, workload_env
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ async def test_stop_escalates_to_sigkill(runtime: ProcessRuntime, tmp_path: Path
         "time.sleep(600)\n"
     )
     proc = await runtime.start(make_spec(tmp_path, python_cmd(code)))
-    await await_for(lambda: "ready" in Path(proc.log_path).read_text())
+    await await_until(lambda: "ready" in Path(proc.log_path).read_text())
     status = await runtime.stop(proc, grace_period=0.3)
     assert status.signal == signal.SIGKILL
     assert status.exit_code == 137
@@ -161,11 +162,11 @@ async def test_stop_kills_the_whole_process_group(runtime: ProcessRuntime, tmp_p
         "time.sleep(600)\n"
     )
     proc = await runtime.start(make_spec(tmp_path, python_cmd(code)))
-    await await_for(lambda: "child" in Path(proc.log_path).read_text())
+    await await_until(lambda: "child" in Path(proc.log_path).read_text())
     child_pid = int(Path(proc.log_path).read_text().split()[-1])
     child = psutil.Process(child_pid)
     await runtime.stop(proc, grace_period=5)
-    await await_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
+    await await_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
 
 
 async def test_leftovers_die_with_the_main_process(runtime: ProcessRuntime, tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ async def test_leftovers_die_with_the_main_process(runtime: ProcessRuntime, tmp_
     proc = await runtime.start(make_spec(tmp_path, python_cmd(code)))
     assert (await runtime.wait(proc)).exit_code == 0
     child = psutil.Process(int(Path(proc.log_path).read_text().split()[-1]))
-    await await_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
+    await await_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
 
 
 async def test_start_errors(runtime: ProcessRuntime, tmp_path: Path) -> None:

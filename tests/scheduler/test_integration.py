@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
 from inplace.client import EVENTS, NODES, PODDISRUPTIONBUDGETS, PODS, Client, ClusterConfig
 from inplace.scheduler import Scheduler, SchedulerConfig
+from tests.poll import await_until
 
 from .helpers import node, pod
 
 pytestmark = pytest.mark.timeout(60)
-
-
-async def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not cond():
-            await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -32,7 +27,7 @@ async def client(apiserver) -> AsyncIterator[Client]:  # type: ignore[no-untyped
 async def scheduler(client: Client) -> AsyncIterator[Scheduler]:
     sched = Scheduler(client, config=SchedulerConfig())
     task = asyncio.create_task(sched.run())
-    await wait_until(lambda: sched.synced)
+    await await_until(lambda: sched.synced)
     try:
         yield sched
     finally:
@@ -53,10 +48,10 @@ def _api_pod(p: dict) -> dict:  # type: ignore[type-arg]
 async def test_places_pods_and_records_events(client: Client, scheduler: Scheduler) -> None:
     await client.create(NODES, node("n1", cpu="2", memory="4Gi"))
     await client.create(NODES, node("n2", cpu="2", memory="4Gi"))
-    await wait_until(lambda: len(scheduler.cache) == 2)
+    await await_until(lambda: len(scheduler.cache) == 2)
     for i in range(6):
         await client.create(PODS, _api_pod(pod(f"p{i}", cpu="500m", memory="512Mi")))
-    await wait_until(lambda: scheduler.bound == 6)
+    await await_until(lambda: scheduler.bound == 6)
     pods = (await client.list(PODS, namespace="default"))["items"]
     nodes = sorted(p["spec"]["nodeName"] for p in pods)
     assert nodes.count("n1") == 3 and nodes.count("n2") == 3  # LeastAllocated spreads
@@ -78,9 +73,9 @@ async def test_places_pods_and_records_events(client: Client, scheduler: Schedul
 
 async def test_unschedulable_then_node_added(client: Client, scheduler: Scheduler) -> None:
     await client.create(NODES, node("small", cpu="1", memory="1Gi"))
-    await wait_until(lambda: len(scheduler.cache) == 1)
+    await await_until(lambda: len(scheduler.cache) == 1)
     await client.create(PODS, _api_pod(pod("big", cpu="2", memory="1Gi")))
-    await wait_until(lambda: scheduler.queue.unschedulable_count == 1)
+    await await_until(lambda: scheduler.queue.unschedulable_count == 1)
 
     async def failed() -> list[dict]:  # type: ignore[type-arg]
         items = (await client.list(EVENTS, namespace="default"))["items"]
@@ -101,7 +96,7 @@ async def test_unschedulable_then_node_added(client: Client, scheduler: Schedule
     assert cond[0]["reason"] == "Unschedulable"
     # A node that can take it arrives: the pod moves at once (no polling, no timer).
     await client.create(NODES, node("large", cpu="4", memory="4Gi"))
-    await wait_until(lambda: scheduler.bound == 1)
+    await await_until(lambda: scheduler.bound == 1)
     got = await client.get(PODS, "big", namespace="default")
     assert got["spec"]["nodeName"] == "large"
 
@@ -110,10 +105,10 @@ async def test_resize_approved_and_deferred_until_room(
     client: Client, scheduler: Scheduler
 ) -> None:
     await client.create(NODES, node("n1", cpu="2", memory="4Gi"))
-    await wait_until(lambda: len(scheduler.cache) == 1)
+    await await_until(lambda: len(scheduler.cache) == 1)
     await client.create(PODS, _api_pod(pod("a", cpu="1", memory="1Gi")))
     await client.create(PODS, _api_pod(pod("b", cpu="1", memory="1Gi")))
-    await wait_until(lambda: scheduler.bound == 2)
+    await await_until(lambda: scheduler.bound == 2)
     # The "node agent": report allocatedResources for both.
     for name in ("a", "b"):
         await client.patch(

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inplace.api import resources
+from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICIES, RESIZE_POLICY
 from inplace.api.kinds import Kind
 from inplace.api.names import byte_len as _blen
 from inplace.api.names import (
@@ -1239,25 +1240,18 @@ def _validate_preemption_policy(errs: list[FieldError], value: object, path: str
 
 
 # Our annotations (DESIGN.md), checked wherever a pod or a pod template carries them.
-_RESIZE_POLICY_ANNOTATION: Final = "inplace.dev/resize-policy"
-_RESIZE_POLICY_VALUES: Final = ("InPlaceOnly", "InPlacePreferred", "Restart")
-_OOM_KILL_DISABLE_ANNOTATION: Final = "inplace.dev/oom-kill-disable"
 _MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 
 
 def _validate_inplace_annotations(errs: list[FieldError], annotations: object, path: str) -> None:
     if not isinstance(annotations, Mapping):
         return
-    policy = annotations.get(_RESIZE_POLICY_ANNOTATION)
-    if policy is not None and policy not in _RESIZE_POLICY_VALUES:
-        errs.append(
-            _not_supported(_key(path, _RESIZE_POLICY_ANNOTATION), policy, _RESIZE_POLICY_VALUES)
-        )
-    oom = annotations.get(_OOM_KILL_DISABLE_ANNOTATION)
+    policy = annotations.get(RESIZE_POLICY)
+    if policy is not None and policy not in RESIZE_POLICIES:
+        errs.append(_not_supported(_key(path, RESIZE_POLICY), policy, RESIZE_POLICIES))
+    oom = annotations.get(OOM_KILL_DISABLE)
     if oom is not None and oom not in ("true", "false"):
-        errs.append(
-            _not_supported(_key(path, _OOM_KILL_DISABLE_ANNOTATION), oom, ("true", "false"))
-        )
+        errs.append(_not_supported(_key(path, OOM_KILL_DISABLE), oom, ("true", "false")))
 
 
 def _validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inplace.api.annotations import SIMULATED
 from inplace.apiserver.routing import RequestInfo
 
 NODES_GROUP = "system:nodes"
@@ -25,7 +26,7 @@ NODE_PREFIX = "system:node:"
 MASTERS_GROUP = "system:masters"
 #: One identity for the process that serves every simulated node.
 SIMULATOR_USER = "system:node-simulator"
-SIMULATED_LABEL = "inplace.dev/simulated"
+SIMULATED_LABEL = SIMULATED
 
 
 @dataclass(frozen=True)

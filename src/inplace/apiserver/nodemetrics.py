@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
+
+from inplace.api.timestamps import rfc3339
 
 __all__ = ["NodeMetricsProvider"]
 
@@ -40,10 +41,6 @@ def _cpu(nano: int) -> str:
 
 def _memory(value: int) -> str:
     return f"{max(0, int(value)) // 1024}Ki"
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _port(node: dict[str, Any]) -> int | None:
@@ -133,8 +130,8 @@ class NodeMetricsProvider:
         return {
             "kind": "NodeMetrics",
             "apiVersion": "metrics.k8s.io/v1beta1",
-            "metadata": {"name": name, "creationTimestamp": _now(), "labels": {}},
-            "timestamp": node.get("time") or _now(),
+            "metadata": {"name": name, "creationTimestamp": rfc3339(), "labels": {}},
+            "timestamp": node.get("time") or rfc3339(),
             "window": self.window,
             "usage": {
                 "cpu": _cpu((node.get("cpu") or {}).get("usageNanoCores", 0)),
@@ -160,10 +157,10 @@ class NodeMetricsProvider:
             "metadata": {
                 "name": ref.get("name", ""),
                 "namespace": ref.get("namespace", ""),
-                "creationTimestamp": _now(),
+                "creationTimestamp": rfc3339(),
                 "labels": {},
             },
-            "timestamp": pod.get("time") or _now(),
+            "timestamp": pod.get("time") or rfc3339(),
             "window": self.window,
             "containers": containers,
         }

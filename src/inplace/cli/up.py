@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psutil
 
+from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.apiserver.auth import MASTERS_GROUP, SIMULATOR_USER, TokenFile
 from inplace.apiserver.tls import ensure_certificates
@@ -34,7 +35,7 @@ from inplace.cli.kubeconfig import write_kubeconfig
 from inplace.cli.paths import DataDir
 
 _PR_SET_PDEATHSIG = 1
-_RESTART_BACKOFF_MAX = 30.0
+_RESTART_BACKOFF = Backoff(0.5, 30.0)
 
 
 class UpError(Exception):
@@ -86,14 +87,14 @@ class Supervisor:
 
     async def watch(self, component: Component) -> None:
         """Restart `component` whenever it exits, until the supervisor stops."""
-        backoff = 0.5
+        backoff = _RESTART_BACKOFF.initial
         while not self.stopping:
             assert component.process is not None
             code = await component.process.wait()
             if self.stopping:
                 return
             lived = time.monotonic() - component.started_at
-            backoff = 0.5 if lived > 60 else min(backoff * 2, _RESTART_BACKOFF_MAX)
+            backoff = _RESTART_BACKOFF.initial if lived > 60 else _RESTART_BACKOFF.next(backoff)
             component.restarts += 1
             self.say(
                 f"  {component.name} exited with code {code}; restarting in {backoff:.1f}s "

@@ -37,12 +37,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 import orjson
 
+from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICY
+from inplace.api.backoff import RESIZE_RETRY
 from inplace.client import (
     EVENTS,
     PODS,
@@ -101,13 +102,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RESIZE_POLICY_ANNOTATION: Final = "inplace.dev/resize-policy"
-OOM_KILL_DISABLE_ANNOTATION: Final = "inplace.dev/oom-kill-disable"
+RESIZE_POLICY_ANNOTATION: Final = RESIZE_POLICY
+OOM_KILL_DISABLE_ANNOTATION: Final = OOM_KILL_DISABLE
 _TERMINAL: Final = ("Succeeded", "Failed")
-_RESIZE_BACKOFF_INITIAL: Final = 1.0
 #: How soon a pod whose containers could not be created is tried again.
 _CREATE_RETRY: Final = 1.0
-_RESIZE_BACKOFF_MAX: Final = 300.0
 _DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -253,10 +252,6 @@ class WorkloadRuntime(Protocol):
 
 UsageSource = Callable[[PodWorker, str], tuple[int, int]]
 """(worker, container) → (CPU nano-cores, memory bytes), for nodes whose usage is simulated."""
-
-
-def _now() -> str:
-    return rfc3339(datetime.now(UTC))
 
 
 def _meta(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -441,7 +436,7 @@ class NodeAgent:
 
     def event(self, w: PodWorker, reason: str, message: str, *, warning: bool = False) -> None:
         """Post an Event about the pod (fire and forget)."""
-        now = _now()
+        now = rfc3339()
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -575,7 +570,7 @@ class NodeAgent:
                             137,
                         )
                         cs.message = "The container could not be located when the agent restarted"
-                        cs.finished_at = _now()
+                        cs.finished_at = rfc3339()
             self._start_worker(w)
 
     async def _reap_orphan(self, cp: PodCheckpoint) -> None:
@@ -690,7 +685,7 @@ class NodeAgent:
                 "phase": "Failed",
                 "reason": fit.reason,
                 "message": message,
-                "startTime": _now(),
+                "startTime": rfc3339(),
             }
             await self._patch_status(meta["namespace"], meta["name"], status)
             ref = PodWorker(
@@ -705,7 +700,7 @@ class NodeAgent:
             self.event(ref, fit.reason, message, warning=True)
             return None
         w = self._new_worker(pod, allocated=allocs)
-        w.start_time = _now()
+        w.start_time = rfc3339()
         self.checkpoints.save(w.checkpoint())
         self._start_worker(w)
         return w
@@ -973,14 +968,14 @@ class NodeAgent:
                 fh.write(f"inplace: cannot start container {name}: {exc}\n")
             cs.state, cs.reason, cs.message = "terminated", "StartError", str(exc)
             cs.exit_code = code if code is not None else 128
-            cs.started_at = cs.finished_at = _now()
+            cs.started_at = cs.finished_at = rfc3339()
             cs.pid = None
             self.save(w)
             self.notify(w)
             return None
         w.procs[name] = proc
         cs.state, cs.reason, cs.message = "running", "", ""
-        cs.pid, cs.started_at = proc.pid, _now()
+        cs.pid, cs.started_at = proc.pid, rfc3339()
         cs.exit_code = cs.signal = None
         w.started_mono[name] = time.monotonic()
         self.save(w)
@@ -1092,11 +1087,7 @@ class NodeAgent:
         return False
 
     def _resize_retry(self, w: PodWorker) -> float:
-        w.resize_backoff = (
-            _RESIZE_BACKOFF_INITIAL
-            if w.resize_backoff is None
-            else min(w.resize_backoff * 2, _RESIZE_BACKOFF_MAX)
-        )
+        w.resize_backoff = RESIZE_RETRY.next(w.resize_backoff)
         return w.resize_backoff
 
     async def _resize(self, w: PodWorker) -> float | None:
@@ -1271,7 +1262,7 @@ class NodeAgent:
     # -- status ------------------------------------------------------------------------------
 
     def build_status(self, w: PodWorker) -> dict[str, Any]:
-        now = _now()
+        now = rfc3339()
         spec = w.spec
         current = w.pod.get("status") or {}
         app = [w.containers[c["name"]] for c in spec.get("containers") or ()]

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import container_limits, container_requests, pod_requests
+from inplace.api.timestamps import rfc3339
 
 from .cgroups.base import CgroupResources
 from .cgroups.mapping import ContainerSizing, container_resources, pod_resources
@@ -55,6 +56,7 @@ BACKOFF_INITIAL: Final = 10.0
 """Upstream's first CrashLoopBackOff delay (seconds)."""
 BACKOFF_MAX: Final = 300.0
 """Upstream's ceiling on the CrashLoopBackOff delay (5 minutes)."""
+CRASH_LOOP: Final = Backoff(BACKOFF_INITIAL, BACKOFF_MAX)
 BACKOFF_RESET_AFTER: Final = 600.0
 """A container that ran this long (10 minutes) starts over at :data:`BACKOFF_INITIAL`."""
 
@@ -63,11 +65,6 @@ RESOURCE_NAMES: Final = ("cpu", "memory")
 Alloc = dict[str, dict[str, str]]
 """One container's resources as the API writes them, cpu and memory only:
 ``{"requests": {"cpu": "250m"}, "limits": {"memory": "128Mi"}}``."""
-
-
-def rfc3339(moment: datetime) -> str:
-    """The API's timestamp format (second precision, ``Z``)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # -- sizes -----------------------------------------------------------------------------------
@@ -363,9 +360,7 @@ def crash_backoff(previous: float | None, ran_for: float) -> float:
     minutes or more starts over (immediate restart)."""
     if previous is None or ran_for >= BACKOFF_RESET_AFTER:
         return 0.0
-    if previous <= 0:
-        return BACKOFF_INITIAL
-    return min(previous * 2, BACKOFF_MAX)
+    return CRASH_LOOP.next(previous)
 
 
 # -- status ----------------------------------------------------------------------------------

@@ -16,10 +16,11 @@ import logging
 import platform
 import socket
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from inplace.api.annotations import CGROUP_DRIVER, LIMITS_ENFORCED
+from inplace.api.timestamps import rfc3339, rfc3339_micro
 from inplace.client import (
     LEASES,
     NODES,
@@ -48,16 +49,8 @@ log = logging.getLogger(__name__)
 KUBELET_VERSION: Final = "v1.33.0-inplace"
 RUNTIME_VERSION: Final = "inplace://0.1.0"
 LEASE_NAMESPACE: Final = "kube-node-lease"
-LIMITS_ANNOTATION: Final = "inplace.dev/limits-enforced"
-CGROUP_DRIVER_ANNOTATION: Final = "inplace.dev/cgroup-driver"
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _micro_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+LIMITS_ANNOTATION: Final = LIMITS_ENFORCED
+CGROUP_DRIVER_ANNOTATION: Final = CGROUP_DRIVER
 
 
 class NodeRegistration:
@@ -110,7 +103,7 @@ class NodeRegistration:
         cfg = self.config
         if resources is None:
             resources = self.node_object()["status"]["capacity"]
-        now = _now()
+        now = rfc3339()
         uname = platform.uname()
         enforced = self.driver.enforces_limits
         ready_message = "inplace node agent is posting ready status"
@@ -206,7 +199,7 @@ class NodeRegistration:
         spec = {
             "holderIdentity": name,
             "leaseDurationSeconds": self.config.lease_duration,
-            "renewTime": _micro_now(),
+            "renewTime": rfc3339_micro(),
         }
         try:
             await self.client.patch(LEASES, name, {"spec": spec}, namespace=LEASE_NAMESPACE)

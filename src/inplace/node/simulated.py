@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from inplace.api.annotations import SIMULATED, USAGE_PROFILE
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.client import PODS, Client, Informer
 
@@ -47,8 +48,8 @@ __all__ = [
     "run_simulated",
 ]
 
-PROFILE_ANNOTATION: Final = "inplace.dev/usage-profile"
-SIMULATED_LABEL: Final = "inplace.dev/simulated"
+PROFILE_ANNOTATION: Final = USAGE_PROFILE
+SIMULATED_LABEL: Final = SIMULATED
 
 
 class SimulatedRuntime:

@@ -27,11 +27,12 @@ import collections
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from aiohttp import web
+
+from inplace.api.timestamps import rfc3339
 
 from .cgroups.base import CgroupDriver, CgroupError
 
@@ -166,23 +167,23 @@ class UsageSampler:
             pod["containers"].append(
                 {
                     "name": ref.container,
-                    "cpu": {"time": _ts(sample.at), "usageNanoCores": sample.cpu_nano_cores},
+                    "cpu": {"time": rfc3339(sample.at), "usageNanoCores": sample.cpu_nano_cores},
                     "memory": {
-                        "time": _ts(sample.at),
+                        "time": rfc3339(sample.at),
                         "workingSetBytes": sample.memory_working_set,
                     },
                 }
             )
         for pod in pods.values():
             times = [c["cpu"]["time"] for c in pod["containers"]]
-            pod["time"] = max(times) if times else _ts(self.wall())
+            pod["time"] = max(times) if times else rfc3339(self.wall())
         node: dict[str, Any] = {"nodeName": node_name}
         if self._node.samples:
             last = self._node.samples[-1]
             node.update(
-                time=_ts(last.at),
-                cpu={"time": _ts(last.at), "usageNanoCores": last.cpu_nano_cores},
-                memory={"time": _ts(last.at), "workingSetBytes": last.memory_working_set},
+                time=rfc3339(last.at),
+                cpu={"time": rfc3339(last.at), "usageNanoCores": last.cpu_nano_cores},
+                memory={"time": rfc3339(last.at), "workingSetBytes": last.memory_working_set},
             )
         return {"node": node, "pods": list(pods.values())}
 
@@ -200,10 +201,6 @@ class UsageSampler:
                 }
             )
         return {"items": out}
-
-
-def _ts(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class StatsServer:

@@ -14,9 +14,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from inplace.api.timestamps import rfc3339
 from inplace.client import EVENTS, PODS, APIError, APINotFoundError, Client
 
 from .framework import PodInfo
@@ -44,13 +44,9 @@ class ClusterActions(Protocol):
         ...
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def pod_event(pod: PodInfo, type_: str, reason: str, message: str) -> dict[str, Any]:
     """A core/v1 Event as upstream's recorder writes it."""
-    now = _now()
+    now = rfc3339()
     return {
         "apiVersion": "v1",
         "kind": "Event",

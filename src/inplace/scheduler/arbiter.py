@@ -34,12 +34,13 @@ import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from inplace.api.backoff import RESIZE_RETRY
 from inplace.api.resources import GUARANTEED
+from inplace.api.timestamps import rfc3339
 from inplace.client import (
     APIError,
     APINotFoundError,
@@ -69,8 +70,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BACKOFF_INITIAL = 1.0
-BACKOFF_MAX = 300.0
+BACKOFF_INITIAL = RESIZE_RETRY.initial
+BACKOFF_MAX = RESIZE_RETRY.maximum
 
 IN_PLACE_ONLY = "InPlaceOnly"
 IN_PLACE_PREFERRED = "InPlacePreferred"
@@ -164,10 +165,6 @@ class _Plan:
     victims: list[PodEntry] = field(default_factory=list)
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _condition(kind: str, generation: int, reason: str, message: str) -> dict[str, Any]:
     return {
         "type": kind,
@@ -176,7 +173,7 @@ def _condition(kind: str, generation: int, reason: str, message: str) -> dict[st
         "message": message,
         "observedGeneration": generation,
         "lastProbeTime": None,
-        "lastTransitionTime": _now(),
+        "lastTransitionTime": rfc3339(),
     }
 
 
@@ -371,7 +368,7 @@ class ResizeArbiter:
         state = self.waiting.get(key)
         if state is None:
             return None
-        delay = float(min(BACKOFF_INITIAL * (2 ** min(state.attempts, 30)), BACKOFF_MAX))
+        delay = RESIZE_RETRY.after(state.attempts)
         state.attempts += 1
         return delay
 

@@ -28,12 +28,12 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from inplace.api.annotations import RESIZE_POLICY
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import (
     GUARANTEED,
@@ -44,6 +44,7 @@ from inplace.api.resources import (
     requests_milli_bytes,
     resize_accounting_requests,
 )
+from inplace.api.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
     from .cache import NodeCache
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
-RESIZE_POLICY_ANNOTATION: Final = "inplace.dev/resize-policy"
+RESIZE_POLICY_ANNOTATION: Final = RESIZE_POLICY
 
 Mask = npt.NDArray[np.bool_]
 Floats = npt.NDArray[np.float64]
@@ -131,7 +132,7 @@ def _parse_time(text: Any) -> float:
     if not isinstance(text, str) or not text:
         return 0.0
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(text).timestamp()
     except ValueError:
         return 0.0
 

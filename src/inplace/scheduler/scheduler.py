@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from inplace.api.timestamps import rfc3339
 from inplace.client import (
     NODES,
     PODDISRUPTIONBUDGETS,
@@ -351,7 +352,7 @@ class Scheduler:
                         "reason": "Unschedulable",
                         "message": message,
                         "lastProbeTime": None,
-                        "lastTransitionTime": _now(),
+                        "lastTransitionTime": rfc3339(),
                     }
                 ]
             }
@@ -533,9 +534,3 @@ def _pod_scheduled_message(pod: Mapping[str, Any]) -> str | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return str(cond.get("message") or "")
     return None
-
-
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,41 @@
+"""Every annotation and label this project defines, in one place, with its format.
+
+Upstream's names are used wherever upstream has one; these are our additions, all under the
+``inplace.dev/`` prefix. docs/user-guide.md lists them for users; validation rejects a bad
+value with a 422 that names the annotation.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "inplace.dev/"
+
+# -- on pods and pod templates ---------------------------------------------------------------
+
+RESIZE_POLICY: Final = "inplace.dev/resize-policy"
+"""How a resize that does not fit its node is handled: ``InPlaceOnly`` (the default: wait,
+never evict), ``InPlacePreferred`` (evict through the Eviction API, respecting disruption
+budgets, so the owner recreates the pod where it fits) or ``Restart`` (restart the
+containers to apply any resize)."""
+
+RESIZE_POLICIES: Final = ("InPlaceOnly", "InPlacePreferred", "Restart")
+
+OOM_KILL_DISABLE: Final = "inplace.dev/oom-kill-disable"
+"""``"true"``: pause the pod's tasks at the memory limit instead of OOM-killing them, until a
+resize raises the limit. ``"false"`` (the default) keeps the kernel's behaviour."""
+
+USAGE_PROFILE: Final = "inplace.dev/usage-profile"
+"""JSON: the usage a simulated node reports for the pod (constant, ramp or points; see
+:func:`inplace.node.simulated.parse_profile`)."""
+
+# -- on nodes --------------------------------------------------------------------------------
+
+SIMULATED: Final = "inplace.dev/simulated"
+"""Label ``"true"`` on a node served by a simulated node agent (no processes)."""
+
+LIMITS_ENFORCED: Final = "inplace.dev/limits-enforced"
+"""``"true"`` or ``"false"``: whether the node agent can write cgroups to enforce limits."""
+
+CGROUP_DRIVER: Final = "inplace.dev/cgroup-driver"
+"""The node agent's cgroup driver: ``v1``, ``v2`` or ``none``."""
