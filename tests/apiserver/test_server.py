@@ -378,3 +378,35 @@ async def test_discovery_metrics_and_health(apiserver: InProcessServer) -> None:
             text = await response.text()
         assert 'apiserver_request_total{code="200"' in text
         assert "apiserver_request_duration_seconds_bucket" in text
+
+
+async def test_concurrent_patches_retry_and_a_named_version_is_a_precondition(
+    apiserver: InProcessServer,
+) -> None:
+    """Patches that name no resourceVersion never answer 409: a lost compare-and-swap
+    re-reads and re-applies (upstream's GuaranteedUpdate). One that names a stale version
+    gets the 409 it asked for."""
+    api, session = await make_api(apiserver)
+    async with session:
+        status, created = await api.call("POST", PODS, pod("racer"))
+        assert status == 201
+        merge = "application/merge-patch+json"
+
+        async def label(i: int) -> int:
+            body = {"metadata": {"labels": {f"writer-{i}": "x"}}}
+            code, answer = await api.call("PATCH", f"{PODS}/racer", body, merge)
+            assert code == 200, answer["message"]
+            return code
+
+        codes = await asyncio.gather(*(label(i) for i in range(40)))
+        assert set(codes) == {200}
+        _, final = await api.call("GET", f"{PODS}/racer")
+        assert {f"writer-{i}" for i in range(40)} <= set(final["metadata"]["labels"])
+
+        stale = created["metadata"]["resourceVersion"]
+        body = {"metadata": {"resourceVersion": stale, "labels": {"late": "x"}}}
+        code, answer = await api.call("PATCH", f"{PODS}/racer", body, merge)
+        assert code == 409, answer
+        ops = [{"op": "replace", "path": "/metadata/resourceVersion", "value": stale}]
+        code, _ = await api.call("PATCH", f"{PODS}/racer", ops, "application/json-patch+json")
+        assert code == 409

@@ -13,8 +13,9 @@ from __future__ import annotations
 import datetime
 import logging
 import secrets
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from inplace.api.schema import (
     strict_decoding_error,
     unknown_field_warnings,
 )
+from inplace.api.timestamps import rfc3339
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import (
     StatusError,
@@ -57,13 +59,10 @@ _PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
     "application/apply-patch+yaml": "apply",
 }
-#: How often a patch is re-applied when a concurrent writer won the compare-and-swap.
-_PATCH_RETRIES = 16
-
-
-def now_rfc3339(clock: Callable[[], datetime.datetime] | None = None) -> str:
-    moment = clock() if clock else datetime.datetime.now(datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+#: How long a patch or delete keeps re-applying itself while concurrent writers win the
+#: compare-and-swap (each round one writer wins, so N writers need up to N rounds); upstream's
+#: GuaranteedUpdate likewise retries until the request's deadline.
+_RETRY_SECONDS = 30.0
 
 
 def patch_type_of(content_type: str) -> str:
@@ -104,6 +103,10 @@ class REST:
         self.clock = clock
         self._namespaces = registry.by_kind("", "Namespace")
         self._priority_classes = registry.by_kind("scheduling.k8s.io", "PriorityClass")
+
+    def now(self) -> str:
+        """The current time stamp, from the injected clock when there is one."""
+        return rfc3339(self.clock() if self.clock else None)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -181,7 +184,7 @@ class REST:
         ):
             meta.pop(drop, None)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339(self.clock)
+        meta["creationTimestamp"] = self.now()
         if kind.has_spec:
             meta["generation"] = 1
         obj["apiVersion"] = kind.api_version
@@ -311,7 +314,7 @@ class REST:
             raise unsupported_media_type("application/strategic-merge-patch+json")
         if patch_type != "json" and not isinstance(body, dict):
             raise bad_request("the body of a merge patch must be a JSON object")
-        for _ in range(_PATCH_RETRIES):
+        for _ in _until(_RETRY_SECONDS):
             entry = await self.get_entry(kind, namespace, name)
             current = entry.value
             try:
@@ -329,7 +332,9 @@ class REST:
             patched = _copy(patched)
             warnings = self.check_fields(kind, patched, field_validation)
             meta = patched.setdefault("metadata", {})
-            requested = meta.get("resourceVersion")
+            # Only a resourceVersion the patch itself names is a precondition; the one the
+            # patched object inherited from the stored object is not (a lost race re-reads).
+            requested = meta.get("resourceVersion") if _names_resource_version(body) else None
             if requested and _parse_rv(requested) != entry.revision:
                 raise conflict(kind.plural, kind.group, name)
             try:
@@ -452,7 +457,7 @@ class REST:
         """Delete, or start a graceful deletion; a concurrent writer that wins the
         compare-and-swap makes it re-read and try again, as upstream's GuaranteedUpdate does
         (a resourceVersion precondition is the caller asking for the 409 instead)."""
-        for _ in range(_PATCH_RETRIES):
+        for _ in _until(_RETRY_SECONDS):
             try:
                 return await self._delete_once(kind, namespace, name, options, dry_run=dry_run)
             except _Raced:
@@ -516,7 +521,7 @@ class REST:
             moment = (
                 datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
             ) + datetime.timedelta(seconds=grace)
-            umeta["deletionTimestamp"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+            umeta["deletionTimestamp"] = rfc3339(moment)
             umeta["deletionGracePeriodSeconds"] = grace
             if finalizers:
                 umeta["finalizers"] = finalizers
@@ -565,7 +570,7 @@ class REST:
         obj: dict[str, Any] = _copy(entry.value)
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = now_rfc3339(self.clock)
+            meta["deletionTimestamp"] = self.now()
             meta["deletionGracePeriodSeconds"] = 0
             obj.setdefault("status", {})["phase"] = "Terminating"
             try:
@@ -624,6 +629,14 @@ class REST:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
 
 
+def _until(seconds: float) -> Iterator[None]:
+    """Yields until ``seconds`` have passed (at least once)."""
+    deadline = time.monotonic() + seconds
+    yield None
+    while time.monotonic() < deadline:
+        yield None
+
+
 def _copy(value: Any) -> Any:
     """A deep copy of a JSON value: an orjson round trip is several times faster than
     copy.deepcopy, and cached objects must never be mutated."""
@@ -640,6 +653,19 @@ def _parse_rv(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise bad_request(f'invalid resourceVersion "{value}"') from None
+
+
+def _names_resource_version(patch: Any) -> bool:
+    """Whether a patch body sets ``metadata.resourceVersion`` (merge patches) or touches it
+    (JSON patches): upstream then treats it as a precondition."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
+    if isinstance(patch, list):
+        return any(
+            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
+        )
+    return False
 
 
 def _same_but_version(new: dict[str, Any], old: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from inplace.api.kinds import Kind
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.apiserver.errors import StatusError, bad_request, conflict
-from inplace.apiserver.rest import REST, now_rfc3339
+from inplace.apiserver.rest import REST
 from inplace.store import ConflictError
 
 
@@ -46,7 +46,7 @@ async def bind(rest: REST, pods: Kind, namespace: str, name: str, body: Any) -> 
                 "type": "PodScheduled",
                 "status": "True",
                 "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(rest.clock),
+                "lastTransitionTime": rest.now(),
             }
         )
         status["conditions"] = conditions
@@ -110,7 +110,7 @@ async def evict(
             )
         charged = copy.deepcopy(budget.value)
         charged["status"]["disruptionsAllowed"] = allowed - 1
-        charged["status"].setdefault("disruptedPods", {})[name] = now_rfc3339(rest.clock)
+        charged["status"].setdefault("disruptedPods", {})[name] = rest.now()
         try:
             await rest.store.update(budget.key, charged, expected_revision=budget.revision)
         except ConflictError:
