@@ -20,7 +20,8 @@ from typing import Any
 from inplace.api.kinds import REGISTRY
 from inplace.api.patch import apply_strategic_merge_patch
 from inplace.api.patchmeta import schema_for_kind
-from inplace.client import Client, ClusterConfig, key_of
+from inplace.client import APIConflictError, APINotFoundError, Client, ClusterConfig, key_of
+from inplace.client.status import ComputeStatus, write_status
 from inplace.node.actions import PodRef
 from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import NoneDriver
@@ -51,6 +52,7 @@ class FakeCluster:
     deletions: list[tuple[str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     revision: int = 1
+    conflicts: int = 0
 
     # -- the pod source ----------------------------------------------------------------------
 
@@ -87,15 +89,35 @@ class FakeCluster:
 
     # -- the actions -------------------------------------------------------------------------
 
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
         key = f"{pod.namespace}/{pod.name}"
-        self.status_patches.append((key, copy.deepcopy(dict(status))))
-        current = self.pods.get(key)
-        if current is None:
-            return None
-        return self.put(apply_strategic_merge_patch(current, {"status": dict(status)}, _POD_SCHEMA))
+
+        async def send(body: dict[str, Any]) -> dict[str, Any]:
+            return self.patch_status(key, body)
+
+        async def reread() -> dict[str, Any]:
+            stored = self.pods.get(key)
+            if stored is None:
+                raise APINotFoundError(404, "NotFound", f'pods "{pod.name}" not found')
+            return copy.deepcopy(stored)
+
+        return await write_status(current, compute, send=send, reread=reread)
+
+    def patch_status(self, key: str, body: dict[str, Any]) -> dict[str, Any]:
+        """What the API server does with a strategic merge patch of pods/NAME/status,
+        including the resourceVersion precondition a patch may carry."""
+        stored = self.pods.get(key)
+        if stored is None:
+            raise APINotFoundError(404, "NotFound", f'pods "{key}" not found')
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != stored["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise APIConflictError(409, "Conflict", "the object has been modified")
+        self.status_patches.append((key, copy.deepcopy(body["status"])))
+        patch = {"status": body["status"]}
+        return self.put(apply_strategic_merge_patch(stored, patch, _POD_SCHEMA))
 
     async def confirm_deletion(self, pod: PodRef) -> None:
         key = f"{pod.namespace}/{pod.name}"

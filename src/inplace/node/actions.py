@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from inplace.api.timestamps import rfc3339
 from inplace.client import EVENTS, PODS, APIConflictError, APIError, APINotFoundError, Client
+from inplace.client.status import ComputeStatus, write_pod_status
 
 __all__ = ["ClientActions", "NodeActions", "PodRef"]
 
@@ -38,11 +39,12 @@ class PodRef(Protocol):
 
 
 class NodeActions(Protocol):
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
-        """Strategic-merge-patch ``pods/NAME/status`` with ``{"status": status}``; the pod
-        as written, or None when it is gone."""
+        """Write ``compute(current)`` to ``pods/NAME/status`` under the status-writers rule
+        (:func:`inplace.client.status.write_status`: re-read and recompute on a conflict);
+        the pod as written, or None when it is gone."""
         ...
 
     async def confirm_deletion(self, pod: PodRef) -> None:
@@ -63,20 +65,10 @@ class ClientActions:
         self.node_name = node_name
         self._background: set[asyncio.Task[None]] = set()
 
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
-        try:
-            return await self.client.patch(
-                PODS,
-                pod.name,
-                {"status": dict(status)},
-                namespace=pod.namespace,
-                subresource="status",
-                patch_type="strategic",
-            )
-        except APINotFoundError:
-            return None
+        return await write_pod_status(self.client, pod.namespace, pod.name, current, compute)
 
     async def confirm_deletion(self, pod: PodRef) -> None:
         try:

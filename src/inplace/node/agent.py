@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from inplace.api.conditions import KUBELET, StatusPatch, status_update
 from inplace.client import PODS, Client, Informer, WorkQueue, key_of, run_workers
 
 from .actions import ClientActions, NodeActions
@@ -52,7 +53,7 @@ from .resize import Resizer
 from .restore import restore
 from .runtime import ProcessRuntime
 from .stats import ContainerRef, StatsServer, UsageSampler
-from .status import StatusWriter, status_patch
+from .status import StatusWriter
 from .worker import TERMINAL, PodWorker, UsageSource, WorkloadRuntime, pod_meta
 
 __all__ = [
@@ -62,7 +63,6 @@ __all__ = [
     "NodeAgent",
     "PodSource",
     "PodWorker",
-    "status_patch",
 ]
 
 log = logging.getLogger(__name__)
@@ -302,6 +302,7 @@ class NodeAgent:
             if w is None:
                 return None
         w.pod = pod
+        w.observed_generation = w.generation
         try:
             requeue = await self.resizer.resize(w)
             await self.status.sync(w)
@@ -326,14 +327,19 @@ class NodeAgent:
             self._rejected.add(meta["uid"])
             log.info("rejecting %s: %s", key_of(pod), fit.message)
             message = f"Pod was rejected: {fit.message}"
-            status = {
+            fields = {
                 "phase": "Failed",
                 "reason": fit.reason,
                 "message": message,
                 "startTime": rfc3339(),
+                "observedGeneration": meta.get("generation"),
             }
+
+            def compute(current: Mapping[str, Any]) -> StatusPatch | None:
+                return status_update(current, writer=KUBELET, now=rfc3339(), fields=fields)
+
             ref = _Rejected(meta["namespace"], meta["name"], meta["uid"])
-            await self.ctx.actions.patch_pod_status(ref, status)
+            await self.ctx.actions.write_pod_status(ref, pod, compute)
             self.ctx.event(ref, fit.reason, message, warning=True)
             return None
         w = PodWorker.for_pod(pod, allocated=allocs)

@@ -16,8 +16,10 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from inplace.api.conditions import SCHEDULER, Decision, StatusPatch, status_update
 from inplace.api.timestamps import rfc3339
 from inplace.client import EVENTS, PODS, APIError, APINotFoundError, Client
+from inplace.client.status import write_pod_status
 
 from .framework import PodInfo
 
@@ -35,8 +37,15 @@ class ClusterActions(Protocol):
 
     async def delete(self, pod: PodInfo) -> None: ...
 
-    async def patch_status(self, pod: PodInfo, patch: Mapping[str, Any]) -> None:
-        """Strategic-merge-patch ``pods/NAME/status`` (conditions merge by type)."""
+    async def write_status(
+        self,
+        pod: PodInfo,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        conditions: Mapping[str, Decision] | None = None,
+    ) -> None:
+        """Write status ``fields`` and condition decisions of the scheduler to the pod,
+        under the status-writers rule (:mod:`inplace.api.conditions`)."""
         ...
 
     def event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
@@ -145,15 +154,20 @@ class ClientActions:
                 preconditions={"uid": pod.uid} if pod.uid else None,
             )
 
-    async def patch_status(self, pod: PodInfo, patch: Mapping[str, Any]) -> None:
-        await self.client.patch(
-            PODS,
-            pod.name,
-            dict(patch),
-            patch_type="strategic",
-            namespace=pod.namespace,
-            subresource="status",
-        )
+    async def write_status(
+        self,
+        pod: PodInfo,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        conditions: Mapping[str, Decision] | None = None,
+    ) -> None:
+        def compute(current: Mapping[str, Any]) -> StatusPatch | None:
+            return status_update(
+                current, writer=SCHEDULER, now=rfc3339(), fields=fields, decisions=conditions
+            )
+
+        if await write_pod_status(self.client, pod.namespace, pod.name, pod.obj, compute) is None:
+            raise APINotFoundError(404, "NotFound", f'pods "{pod.name}" not found')
 
     def event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
         self.recorder.record(pod_event(pod, type_, reason, message))
