@@ -20,10 +20,10 @@ from inplace.api.kinds import REGISTRY
 from inplace.api.patch import apply_strategic_merge_patch
 from inplace.api.patchmeta import schema_for_kind
 from inplace.client import PODS, APIConflictError, APINotFoundError, Client, ClusterConfig
+from inplace.client.events import EventRecorder
 from inplace.client.status import write_status
 from inplace.node.actions import ClientActions as NodeClientActions
 from inplace.scheduler.actions import ClientActions as SchedulerClientActions
-from inplace.scheduler.actions import EventRecorder
 from inplace.scheduler.framework import pod_info
 from tests.conftest import InProcessServer
 
@@ -231,7 +231,7 @@ async def test_the_arbiters_and_the_agents_writes_race_and_none_is_lost(
     config = ClusterConfig(server=apiserver.url, token=apiserver.token)
     async with Client(config) as admin, Client(config) as sched, Client(config) as node:
         created = await admin.create(PODS, _pod(), namespace="default")
-        arbiter = SchedulerClientActions(sched, EventRecorder(sched))
+        arbiter = SchedulerClientActions(sched, EventRecorder(sched, component=SCHEDULER))
         agent = NodeClientActions(node, "race-node")
         conflicts = 0
         send = node.patch

@@ -21,6 +21,7 @@ from inplace.api.kinds import REGISTRY
 from inplace.api.patch import apply_strategic_merge_patch
 from inplace.api.patchmeta import schema_for_kind
 from inplace.client import APIConflictError, APINotFoundError, Client, ClusterConfig, key_of
+from inplace.client.events import ObjectRef
 from inplace.client.status import ComputeStatus, write_status
 from inplace.node.actions import PodRef
 from inplace.node.agent import AgentConfig, NodeAgent
@@ -43,6 +44,7 @@ class Event:
     type: str
     reason: str
     message: str
+    field_path: str = ""
 
 
 @dataclass
@@ -126,8 +128,9 @@ class FakeCluster:
         if current is not None and current["metadata"]["uid"] == pod.uid:
             del self.pods[key]
 
-    def event(self, pod: PodRef, type_: str, reason: str, message: str) -> None:
-        self.events.append(Event(f"{pod.namespace}/{pod.name}", type_, reason, message))
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        key = f"{ref.namespace}/{ref.name}"
+        self.events.append(Event(key, type_, reason, message, ref.field_path))
 
     def reasons(self, key: str) -> list[str]:
         return [e.reason for e in self.events if e.key == key]

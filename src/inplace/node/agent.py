@@ -180,6 +180,8 @@ class NodeAgent:
         if self._own_stats:
             await self.stats.start()
         await self.registration.register()
+        if self._own_actions:
+            self._client_actions.start()
         tasks: list[asyncio.Task[Any]] = []
         if self._own_informer:
             tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))

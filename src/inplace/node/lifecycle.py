@@ -126,6 +126,7 @@ class Lifecycle:
         for c in reversed(w.spec.get("initContainers") or ()):
             proc = w.procs.get(c["name"])
             if proc is not None and w.containers[c["name"]].sidecar:
+                self.killing(w, c["name"])
                 await self.ctx.runtime.stop(proc, grace_period=w.grace_period())
         await asyncio.gather(*sidecars, return_exceptions=True)
 
@@ -185,6 +186,14 @@ class Lifecycle:
             )
             self.ctx.save(w)
             self.ctx.notify(w)
+            self.ctx.event(
+                w,
+                "BackOff",
+                f"Back-off restarting failed container {name} in pod "
+                f"{w.name}_{w.namespace}({w.uid})",
+                warning=True,
+                field_path=w.field_path(name),
+            )
             await asyncio.sleep(cs.backoff)
         cs.restart_count += 1
 
@@ -262,6 +271,7 @@ class Lifecycle:
                 )
             )
         except (ProcessStartError, CgroupError, OSError) as exc:
+            ctx.event(w, "Failed", f"Error: {exc}", warning=True, field_path=w.field_path(name))
             code = getattr(exc, "exit_code", None)
             os.makedirs(os.path.dirname(log_path), exist_ok=True)
             with open(log_path, "a") as fh:
@@ -274,6 +284,8 @@ class Lifecycle:
             ctx.notify(w)
             return None
         w.procs[name] = proc
+        ctx.event(w, "Created", f"Created container: {name}", field_path=w.field_path(name))
+        ctx.event(w, "Started", f"Started container {name}", field_path=w.field_path(name))
         cs.state, cs.reason, cs.message = "running", "", ""
         cs.pid, cs.started_at = proc.pid, rfc3339()
         cs.exit_code = cs.signal = None
@@ -294,6 +306,8 @@ class Lifecycle:
             w.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await w.task
+        for name in w.procs:
+            self.killing(w, name)
         stops = [self.ctx.runtime.stop(p, grace_period=grace) for p in w.procs.values()]
         results = await asyncio.gather(*stops, return_exceptions=True)
         for result in results:
@@ -302,6 +316,11 @@ class Lifecycle:
         self.pause.disarm(w)
         await self.remove_cgroup(w.uid)
         self.ctx.checkpoints.remove(w.uid)
+
+    def killing(self, w: PodWorker, name: str, message: str = "") -> None:
+        """kubelet's ``Killing`` event, posted as a container is stopped."""
+        text = message or f"Stopping container {name}"
+        self.ctx.event(w, "Killing", text, field_path=w.field_path(name))
 
     async def remove_cgroup(self, uid: str) -> None:
         path = self.ctx.paths.pod(uid)

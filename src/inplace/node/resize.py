@@ -158,6 +158,14 @@ class Resizer:
             for n in restarts:
                 w.resume[n] = asyncio.Event()
                 w.started[n] = asyncio.Event()
+            for n in restarts:
+                if n in w.procs:
+                    self.ctx.event(
+                        w,
+                        "Killing",
+                        f"Container {n} resize requires restart",
+                        field_path=w.field_path(n),
+                    )
             stops = [
                 self.ctx.runtime.stop(w.procs[n], grace_period=w.grace_period())
                 for n in restarts

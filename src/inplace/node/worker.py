@@ -132,6 +132,12 @@ class PodWorker:
                 return dict(c)
         raise KeyError(name)
 
+    def field_path(self, container: str) -> str:
+        """How an event names one container (kubelet's container reference)."""
+        cs = self.containers.get(container)
+        kind = "initContainers" if cs is not None and cs.init else "containers"
+        return f"spec.{kind}{{{container}}}"
+
     def resizable(self) -> list[str]:
         """The containers a resize applies to: app containers and sidecars."""
         names = [c["name"] for c in self.spec.get("containers") or ()]

@@ -41,8 +41,9 @@ from inplace.client import (
     LoopClock,
     key_of,
 )
+from inplace.client.events import EventRecorder
 
-from .actions import ClientActions, ClusterActions, EventRecorder
+from .actions import COMPONENT, ClientActions, ClusterActions
 from .arbiter import ResizeArbiter
 from .cache import NodeCache, PodEntry
 from .framework import (
@@ -120,7 +121,7 @@ class Scheduler:
         if actions is None:
             if client is None:
                 raise ValueError("a Scheduler without a client needs actions")
-            self.recorder = EventRecorder(client)
+            self.recorder = EventRecorder(client, component=COMPONENT)
             actions = ClientActions(client, self.recorder)
         self.actions = actions
         self.budget_objects: dict[str, Mapping[str, Any]] = {}
