@@ -42,31 +42,20 @@ JSON), :mod:`.meta` (metadata, labels, selectors), :mod:`.resources` (quantities
 requirements), :mod:`.pods` (containers, pod specs and templates, pods), :mod:`.resize`
 (``pods/resize``), :mod:`.workloads` (deployments, replica sets, jobs, PDBs), :mod:`.cluster`
 (the other kinds) and :mod:`.equality` (semantic equality and diffs). This module holds the
-entry points the API server calls.
+entry points the API server calls; which rules apply to a kind is its strategy's choice
+(:mod:`inplace.api.strategy`, paired with kinds in :mod:`inplace.api.kinds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
 
-from inplace.api.kinds import Kind
 from inplace.api.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
     label_value_errors,
     qualified_name_errors,
-)
-from inplace.api.validation.cluster import (
-    validate_event,
-    validate_lease,
-    validate_namespace,
-    validate_namespace_status,
-    validate_node,
-    validate_node_resources,
-    validate_priority_class,
-    validate_priority_class_update,
-    validate_vpa,
 )
 from inplace.api.validation.errors import (
     DUPLICATE,
@@ -81,7 +70,6 @@ from inplace.api.validation.errors import (
     Bare,
     FieldError,
     ValidationError,
-    as_map,
     invalid,
     lookup,
     name_is_dns_subdomain,
@@ -89,27 +77,13 @@ from inplace.api.validation.errors import (
 )
 from inplace.api.validation.meta import (
     object_name,
-    validate_meta_common,
     validate_object_meta,
     validate_object_meta_update,
 )
-from inplace.api.validation.pods import (
-    validate_pod,
-    validate_pod_status_update,
-    validate_pod_update,
-)
 from inplace.api.validation.resize import validate_pod_resize
-from inplace.api.validation.workloads import (
-    validate_deployment,
-    validate_deployment_status,
-    validate_job,
-    validate_job_status,
-    validate_job_update,
-    validate_pdb,
-    validate_pdb_status,
-    validate_replica_set,
-    validate_selector_update,
-)
+
+if TYPE_CHECKING:
+    from inplace.api.kinds import Kind
 
 __all__ = [
     "DUPLICATE",
@@ -133,49 +107,38 @@ __all__ = [
     "validate_update",
 ]
 
-
-def _validate_generic(errs: list[FieldError], obj: Mapping[str, Any], kind: Kind) -> None:
-    """Kinds with no rules of their own: metadata only."""
-    validate_object_meta(errs, obj, namespaced=kind.namespaced, name_fn=name_is_dns_subdomain)
+_UpdateRule = Callable[[list[FieldError], Mapping[str, Any], Mapping[str, Any]], None]
 
 
-_Validator = Callable[[list[FieldError], Mapping[str, Any]], None]
-_UpdateValidator = Callable[[list[FieldError], Mapping[str, Any], Mapping[str, Any]], None]
-
-_CREATE: Final[dict[tuple[str, str], _Validator]] = {
-    ("", "Namespace"): validate_namespace,
-    ("", "Node"): validate_node,
-    ("", "Event"): validate_event,
-    ("apps", "Deployment"): validate_deployment,
-    ("apps", "ReplicaSet"): validate_replica_set,
-    ("batch", "Job"): validate_job,
-    ("policy", "PodDisruptionBudget"): validate_pdb,
-    ("scheduling.k8s.io", "PriorityClass"): validate_priority_class,
-    ("coordination.k8s.io", "Lease"): validate_lease,
-    ("autoscaling.k8s.io", "VerticalPodAutoscaler"): validate_vpa,
-}
-_UPDATE: Final[dict[tuple[str, str], _UpdateValidator]] = {
-    ("apps", "Deployment"): validate_selector_update,
-    ("apps", "ReplicaSet"): validate_selector_update,
-    ("batch", "Job"): validate_job_update,
-    ("scheduling.k8s.io", "PriorityClass"): validate_priority_class_update,
-}
-_STATUS: Final[dict[tuple[str, str], _Validator]] = {
-    ("", "Namespace"): validate_namespace_status,
-    ("", "Node"): validate_node_resources,
-    ("apps", "Deployment"): validate_deployment_status,
-    ("apps", "ReplicaSet"): validate_deployment_status,
-    ("batch", "Job"): validate_job_status,
-    ("policy", "PodDisruptionBudget"): validate_pdb_status,
-}
+def _validate_new(kind: Kind, errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    """The kind's create rule; a kind without one: its metadata only."""
+    rule = kind.strategy.validate
+    if rule is not None:
+        rule(errs, obj)
+    else:
+        validate_object_meta(errs, obj, namespaced=kind.namespaced, name_fn=name_is_dns_subdomain)
 
 
-# -- public entry points -------------------------------------------------------------------------
+def _update_rule(kind: Kind, subresource: str | None) -> _UpdateRule:
+    """The whole rule for an update through the object itself or one of its subresources."""
+    strategy = kind.strategy
+    if subresource == "status":
+        return strategy.validate_status_update
+    if subresource is not None:
+        return strategy.subresources[subresource].validate
+    if strategy.validate_update is not None:
+        return strategy.validate_update
+
+    def standard(errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
+        validate_object_meta_update(errs, new, old)
+        _validate_new(kind, errs, new)
+
+    return standard
 
 
-def _raise(kind: Kind, obj: object, errs: list[FieldError]) -> None:
+def _raise(kind: str, group: str, obj: object, errs: list[FieldError]) -> None:
     if errs:
-        raise ValidationError(kind.kind, object_name(obj), errs, group=kind.group)
+        raise ValidationError(kind, object_name(obj), errs, group=group)
 
 
 def _guarded(errs: list[FieldError], run: Callable[[], None]) -> None:
@@ -194,14 +157,13 @@ def _require_object(errs: list[FieldError], obj: object) -> bool:
     return False
 
 
-def _validate(kind: Kind, errs: list[FieldError], obj: Mapping[str, Any], *, create: bool) -> None:
-    key = (kind.group, kind.kind)
-    if key == ("", "Pod"):
-        validate_pod(errs, obj, create=create)
-    elif key in _CREATE:
-        _CREATE[key](errs, obj)
-    else:
-        _validate_generic(errs, obj, kind)
+def _check_update(
+    kind: str, group: str, rule: _UpdateRule, new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    errs: list[FieldError] = []
+    if _require_object(errs, new) and isinstance(old, Mapping):
+        _guarded(errs, lambda: rule(errs, new, old))
+    _raise(kind, group, new, errs)
 
 
 def validate_create(kind: Kind, obj: Mapping[str, Any], *, namespace: str | None = None) -> None:
@@ -209,7 +171,7 @@ def validate_create(kind: Kind, obj: Mapping[str, Any], *, namespace: str | None
     bad field. `namespace`, when given, is the request's: the object's must agree."""
     errs: list[FieldError] = []
     if _require_object(errs, obj):
-        _guarded(errs, lambda: _validate(kind, errs, obj, create=True))
+        _guarded(errs, lambda: _validate_new(kind, errs, obj))
         object_ns = lookup(obj, "metadata", "namespace")
         if namespace is not None and object_ns and object_ns != namespace:
             errs.append(
@@ -220,48 +182,25 @@ def validate_create(kind: Kind, obj: Mapping[str, Any], *, namespace: str | None
                     "the request",
                 )
             )
-    _raise(kind, obj, errs)
+    _raise(kind.kind, kind.group, obj, errs)
 
 
-def validate_update(kind: Kind, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
-    """Validate an update of `old` to `new`: `new` is valid and changes only mutable fields."""
-    errs: list[FieldError] = []
-    if _require_object(errs, new) and isinstance(old, Mapping):
-
-        def run() -> None:
-            key = (kind.group, kind.kind)
-            if key == ("", "Pod"):
-                validate_pod_update(errs, new, old)
-                return
-            validate_object_meta_update(errs, new, old)
-            _validate(kind, errs, new, create=False)
-            if key in _UPDATE:
-                _UPDATE[key](errs, new, old)
-
-        _guarded(errs, run)
-    _raise(kind, new, errs)
+def validate_update(
+    kind: Kind,
+    new: Mapping[str, Any],
+    old: Mapping[str, Any],
+    *,
+    subresource: str | None = None,
+) -> None:
+    """Validate an update of `old` to `new` through the object itself or `subresource`
+    (``status``, or one the kind's strategy declares, such as ``resize``): `new` is valid and
+    changes only what that endpoint may change."""
+    _check_update(kind.kind, kind.group, _update_rule(kind, subresource), new, old)
 
 
 def validate_status_update(kind: Kind, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
     """Validate a write to the ``status`` subresource (the spec is the old one's)."""
-    errs: list[FieldError] = []
-    if _require_object(errs, new) and isinstance(old, Mapping):
-
-        def run() -> None:
-            key = (kind.group, kind.kind)
-            if key == ("", "Pod"):
-                validate_pod_status_update(errs, new, old)
-                return
-            validate_object_meta_update(errs, new, old)
-            validate_meta_common(errs, as_map(errs, new.get("metadata"), "metadata"), "metadata")
-            if key in _STATUS:
-                _STATUS[key](errs, new)
-
-        _guarded(errs, run)
-    _raise(kind, new, errs)
-
-
-_POD_KIND: Final = Kind("", "v1", "Pod", "pods", True)
+    validate_update(kind, new, old, subresource="status")
 
 
 def validate_resize(
@@ -278,18 +217,8 @@ def validate_resize(
     Never`` pods). Memory limit decreases are allowed (v1.34) unless
     `allow_memory_limit_decrease` is False (v1.33: only with ``RestartContainer``).
     """
-    errs: list[FieldError] = []
-    if _require_object(errs, new) and isinstance(old, Mapping):
-        replacement: list[list[FieldError]] = []
 
-        def run() -> None:
-            result = validate_pod_resize(
-                errs, new, old, allow_memory_limit_decrease=allow_memory_limit_decrease
-            )
-            if result is not None:
-                replacement.append(result)
+    def rule(errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
+        validate_pod_resize(errs, new, old, allow_memory_limit_decrease=allow_memory_limit_decrease)
 
-        _guarded(errs, run)
-        if replacement:
-            errs = replacement[0]
-    _raise(_POD_KIND, new, errs)
+    _check_update("Pod", "", rule, new, old)

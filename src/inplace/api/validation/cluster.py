@@ -35,7 +35,12 @@ from inplace.api.validation.errors import (
     objects_in,
     required,
 )
-from inplace.api.validation.meta import STANDARD_FINALIZERS, validate_object_meta
+from inplace.api.validation.meta import (
+    STANDARD_FINALIZERS,
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_status_metadata,
+)
 from inplace.api.validation.pods import RESIZE_RESOURCES, TAINT_EFFECTS, validate_preemption_policy
 from inplace.api.validation.resources import (
     parse_quantity,
@@ -90,6 +95,9 @@ def validate_priority_class(errs: list[FieldError], obj: Mapping[str, Any]) -> N
 def validate_priority_class_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
+    """Upstream ``ValidatePriorityClassUpdate``: value and preemption policy are immutable."""
+    validate_object_meta_update(errs, new, old)
+    validate_priority_class(errs, new)
     if semantic(new.get("value")) != semantic(old.get("value")):
         errs.append(forbidden("value", "may not be changed in an update."))
     if semantic(new.get("preemptionPolicy")) != semantic(old.get("preemptionPolicy")):
@@ -159,9 +167,13 @@ def validate_namespace(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
             )
 
 
-def validate_namespace_status(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    phase = lookup(obj, "status", "phase")
-    if not lookup(obj, "metadata", "deletionTimestamp"):
+def validate_namespace_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateNamespaceStatusUpdate``: the phase follows the deletion timestamp."""
+    validate_status_metadata(errs, new, old)
+    phase = lookup(new, "status", "phase")
+    if not lookup(new, "metadata", "deletionTimestamp"):
         if phase != "Active":
             errs.append(
                 invalid(
@@ -202,10 +214,18 @@ def validate_node(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
             )
         seen.add((effect, key))
     check_bool(errs, spec.get("unschedulable"), "spec.unschedulable")
-    validate_node_resources(errs, obj)
+    _validate_node_resources(errs, obj)
 
 
-def validate_node_resources(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+def validate_node_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """A node's status: capacity and allocatable are valid quantities."""
+    validate_status_metadata(errs, new, old)
+    _validate_node_resources(errs, new)
+
+
+def _validate_node_resources(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
     status = as_map(errs, obj.get("status"), "status")
     for section in ("capacity", "allocatable"):
         for name, raw in as_map(errs, status.get(section), f"status.{section}").items():

@@ -189,6 +189,14 @@ def validate_object_meta_update(
             errs.append(invalid(child_path(path, key), shown, IMMUTABLE_MSG))
 
 
+def validate_status_metadata(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """What every status update checks of the metadata: identity unchanged, the rest valid."""
+    validate_object_meta_update(errs, new, old)
+    validate_meta_common(errs, as_map(errs, new.get("metadata"), "metadata"), "metadata")
+
+
 def object_name(obj: object) -> str:
     name = lookup(obj, "metadata", "name")
     if isinstance(name, str) and name:

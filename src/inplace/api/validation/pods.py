@@ -48,9 +48,9 @@ from inplace.api.validation.errors import (
 from inplace.api.validation.meta import (
     validate_annotations,
     validate_labels,
-    validate_meta_common,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_metadata,
 )
 from inplace.api.validation.resources import parse_resource_list, validate_resource_requirements
 
@@ -477,6 +477,11 @@ def validate_pod_template(errs: list[FieldError], value: object, path: str) -> M
 # -- pods ----------------------------------------------------------------------------------------
 
 
+def validate_pod_create(errs: list[FieldError], pod: Mapping[str, Any]) -> None:
+    """Upstream ``ValidatePodCreate``."""
+    validate_pod(errs, pod, create=True)
+
+
 def validate_pod(errs: list[FieldError], pod: Mapping[str, Any], *, create: bool) -> None:
     """Upstream ``validatePodMetadataAndSpec`` plus, on create, ``ValidatePodCreate``'s rules."""
     meta = validate_object_meta(errs, pod, namespaced=True, name_fn=name_is_dns_subdomain)
@@ -634,8 +639,7 @@ def validate_pod_status_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
     """Upstream ``ValidatePodStatusUpdate`` (condition paths under ``metadata``, sic)."""
-    validate_object_meta_update(errs, new, old)
-    validate_meta_common(errs, as_map(errs, new.get("metadata"), "metadata"), "metadata")
+    validate_status_metadata(errs, new, old)
     status = as_map(errs, new.get("status"), "status")
     conditions = as_list(errs, status.get("conditions"), "status.conditions")
     for i, condition in enumerate(objects_in(conditions)):

@@ -134,19 +134,24 @@ def validate_pod_resize(
     new: Mapping[str, Any],
     old: Mapping[str, Any],
     *,
-    allow_memory_limit_decrease: bool,
-) -> list[FieldError] | None:
-    """Upstream ``ValidatePodResize`` (v1.33); returns a replacement error list for the cases
-    upstream answers with a single error (pod-level resources, static and windows pods)."""
+    allow_memory_limit_decrease: bool = True,
+) -> None:
+    """Upstream ``ValidatePodResize`` (v1.33). Pods that cannot be resized at all (pod-level
+    resources, static and windows pods) get that one error alone, as upstream answers them.
+    Memory limit decreases are allowed (v1.34) unless `allow_memory_limit_decrease` is False
+    (v1.33: only with ``RestartContainer``)."""
     validate_object_meta_update(errs, new, old)
     validate_pod(errs, new, create=False)
     if _pod_level_resources_set(old) or _pod_level_resources_set(new):
-        return [forbidden("", "pods with pod-level resources cannot be resized")]
+        errs[:] = [forbidden("", "pods with pod-level resources cannot be resized")]
+        return
     old_annotations = lookup(old, "metadata", "annotations")
     if isinstance(old_annotations, Mapping) and MIRROR_POD_ANNOTATION in old_annotations:
-        return [forbidden("", "static pods cannot be resized")]
+        errs[:] = [forbidden("", "static pods cannot be resized")]
+        return
     if lookup(old, "spec", "os", "name") == "windows":
-        return [forbidden("", "windows pods cannot be resized")]
+        errs[:] = [forbidden("", "windows pods cannot be resized")]
+        return
     for key in ("labels", "annotations"):
         changes: list[tuple[str, Any, Any]] = []
         diff(
@@ -215,4 +220,3 @@ def validate_pod_resize(
                     "Pod QOS Class may not change as a result of resizing",
                 )
             )
-    return None

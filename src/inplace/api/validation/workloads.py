@@ -37,6 +37,8 @@ from inplace.api.validation.meta import (
     template_labels,
     validate_label_selector,
     validate_object_meta,
+    validate_object_meta_update,
+    validate_status_metadata,
 )
 from inplace.api.validation.pods import validate_pod_template
 
@@ -167,7 +169,25 @@ def validate_replica_set(errs: list[FieldError], obj: Mapping[str, Any]) -> None
     _validate_replica_template(errs, spec, kind="ReplicaSet")
 
 
-def validate_selector_update(
+def validate_deployment_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateDeploymentUpdate``: a valid deployment whose selector is unchanged."""
+    validate_object_meta_update(errs, new, old)
+    validate_deployment(errs, new)
+    _validate_selector_update(errs, new, old)
+
+
+def validate_replica_set_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateReplicaSetUpdate``: a valid replica set whose selector is unchanged."""
+    validate_object_meta_update(errs, new, old)
+    validate_replica_set(errs, new)
+    _validate_selector_update(errs, new, old)
+
+
+def _validate_selector_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
     new_sel, old_sel = lookup(new, "spec", "selector"), lookup(old, "spec", "selector")
@@ -254,7 +274,11 @@ def _job_template_without_resources(template: object, old_template: object) -> A
 def validate_job_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
-    validate_selector_update(errs, new, old)
+    """Upstream ``ValidateJobUpdate``: selector, completions, completion mode and template
+    unchanged, except the template's container resources (ours)."""
+    validate_object_meta_update(errs, new, old)
+    validate_job(errs, new)
+    _validate_selector_update(errs, new, old)
     for key in ("completions", "completionMode"):
         new_value, old_value = lookup(new, "spec", key), lookup(old, "spec", key)
         if semantic(new_value) != semantic(old_value):
@@ -291,14 +315,21 @@ def validate_pdb(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
         )
 
 
-def validate_pdb_status(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    status = as_map(errs, obj.get("status"), "status")
+def validate_pdb_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
     for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
         nonnegative(errs, status.get(key), f"status.{key}")
 
 
-def validate_deployment_status(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    status = as_map(errs, obj.get("status"), "status")
+def validate_deployment_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Deployments and replica sets: the replica counters are not negative."""
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
     for key in (
         "replicas",
         "updatedReplicas",
@@ -313,7 +344,10 @@ def validate_deployment_status(errs: list[FieldError], obj: Mapping[str, Any]) -
         nonnegative(errs, status.get(key), f"status.{key}")
 
 
-def validate_job_status(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    status = as_map(errs, obj.get("status"), "status")
+def validate_job_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
     for key in ("active", "succeeded", "failed", "ready", "terminating"):
         nonnegative(errs, status.get(key), f"status.{key}")
