@@ -31,6 +31,7 @@ from inplace.api.openapi import openapi_v3_bytes, openapi_v3_index_bytes
 from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
 from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
 from inplace.api.tables import to_table
+from inplace.api.validation.pods import set_protected_host_paths
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, TokenFile, User, authorize
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
@@ -70,6 +71,8 @@ class APIServerConfig:
     compact_every: float = _COMPACT_EVERY
     #: Take over the collector's full collections (see `_gc_loop`); for a server process.
     tune_gc: bool = False
+    #: Directories no hostPath volume may name (the cluster's data dir).
+    protected_host_paths: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,6 +97,7 @@ class APIServer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        set_protected_host_paths(self.config.protected_host_paths)
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await Store.open(self.config.data_dir / "store.db")
         self.cache = WatchCache(self.store, self.registry)
