@@ -31,7 +31,7 @@ from typing import Any
 from .config import AgentConfig
 from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
 from .security import ConfigError, ContainerSecurity, HostUsers, UserDatabase, resolve_security
-from .shim import last_cap
+from .shim import current_bounding_set
 from .volumes.manager import VolumeError, VolumeManager, container_mounts, resolve_subpaths
 
 __all__ = ["SHIM_PATH", "PodSandboxes", "SandboxError", "run_shim_tool"]
@@ -79,7 +79,7 @@ class PodSandboxes:
         self.holder = config.data_dir / "sandboxes"
         self.seccomp_root = config.data_dir / "seccomp"
         self._lock = asyncio.Lock()
-        self._last_cap = last_cap()
+        self._available = tuple(current_bounding_set())
 
     def pin(self, uid: str) -> str:
         return str(self.holder / uid)
@@ -141,7 +141,7 @@ class PodSandboxes:
         return await self.volumes.refresh(pod)
 
     def security(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> ContainerSecurity:
-        return resolve_security(pod, container, self.users, last_cap=self._last_cap)
+        return resolve_security(pod, container, self.users, available=self._available)
 
     def launch(
         self,

@@ -18,7 +18,8 @@ through a :class:`UserDatabase`). From the pod's and the container's ``securityC
   effective and permitted sets; inheritable and ambient stay empty (containerd ≥ 1.6.18).
   The kernel then gives a non-root user nothing effective at ``execve`` while the bounding
   set still limits what a setuid program could gain: exactly what runc yields.
-  ``privileged`` gets every capability the kernel knows;
+  ``privileged`` (and ``add: [ALL]``) gets every capability the agent itself holds, as
+  containerd's ``WithAllCurrentCapabilities``;
 * **no_new_privs** — set only when ``allowPrivilegeEscalation`` is explicitly false
   (kubelet's ``AddNoNewPrivileges``);
 * **seccomp** — ``Unconfined`` unless ``seccompProfile`` says ``RuntimeDefault`` or
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import grp
 import pwd
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -226,10 +227,12 @@ def _capability_number(name: str, field: str) -> int:
 
 
 def capability_sets(
-    capabilities: Mapping[str, Any] | None, *, privileged: bool, last_cap: int
+    capabilities: Mapping[str, Any] | None, *, privileged: bool, available: Iterable[int]
 ) -> CapabilitySets:
-    """containerd's ``WithCapabilities`` over its default set (see the module docstring)."""
-    every = tuple(range(last_cap + 1))
+    """containerd's ``WithCapabilities`` over its default set (see the module docstring).
+    ``available`` is the node agent's own bounding set: what ``ALL`` and ``privileged`` mean
+    (containerd's ``cap.Current()``), and all a container can be given."""
+    every = tuple(sorted(set(available)))
     if privileged:
         return CapabilitySets(bounding=every, effective=every, permitted=every)
     caps = {CAPABILITIES[name] for name in DEFAULT_CAPABILITIES}
@@ -242,8 +245,10 @@ def capability_sets(
     for name in add:
         if name.upper() != "ALL":
             number = _capability_number(name, "securityContext.capabilities.add")
-            if number > last_cap:
-                raise ConfigError(f'capability "{name}" is not known to this kernel')
+            if number not in every:
+                raise ConfigError(
+                    f'capability "{name}" cannot be granted: the node agent does not hold it'
+                )
             caps.add(number)
     for name in drop:
         if name.upper() != "ALL":
@@ -288,7 +293,7 @@ def resolve_security(
     container: Mapping[str, Any],
     users: UserDatabase,
     *,
-    last_cap: int,
+    available: Iterable[int],
 ) -> ContainerSecurity:
     """What the container runs as (see the module docstring); :class:`ConfigError` when it
     must not start."""
@@ -317,7 +322,7 @@ def resolve_security(
         groups.append(int(pod_sc["fsGroup"]))
     groups += [int(g) for g in pod_sc.get("supplementalGroups") or ()]
     privileged = bool(sc.get("privileged"))
-    caps = capability_sets(sc.get("capabilities"), privileged=privileged, last_cap=last_cap)
+    caps = capability_sets(sc.get("capabilities"), privileged=privileged, available=available)
     escalation = sc.get("allowPrivilegeEscalation")
     return ContainerSecurity(
         uid=uid,

@@ -424,6 +424,16 @@ def last_cap() -> int:
         return 40
 
 
+def current_bounding_set() -> list[int]:
+    """The capabilities this process may still hold (its ``CapBnd``)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("CapBnd:"):
+                mask = int(line.split()[1], 16)
+                return [cap for cap in range(64) if mask >> cap & 1]
+    return list(range(last_cap() + 1))
+
+
 def set_capabilities(caps: dict[str, list[int]]) -> None:
     """Effective, permitted and inheritable with ``capset``, then the ambient set."""
     eff, prm, inh = (cap_mask(caps.get(k, [])) for k in ("effective", "permitted", "inheritable"))
