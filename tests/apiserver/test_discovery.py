@@ -6,8 +6,10 @@ import pytest
 
 from inplace.api.kinds import REGISTRY
 from inplace.apiserver.discovery import (
+    OPENAPI_V2_PROTOBUF,
     api_group,
     api_group_list,
+    openapi_v2_form,
     resource_list,
     subresource_discovery,
     version_info,
@@ -105,3 +107,74 @@ async def test_discovery_over_http(apiserver: InProcessServer) -> None:
         assert status == 200 and "api/v1" in index["paths"]
         status, _ = await api.call("GET", "/openapi/v3/apis/example.com/v1")
         assert status == 404
+
+
+KUBECTL_ASKS = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+@pytest.mark.parametrize(
+    ("accept", "protobuf"),
+    [
+        ("", False),
+        ("*/*", False),
+        ("application/json", False),
+        ("application/*", False),
+        (KUBECTL_ASKS, True),
+        (OPENAPI_V2_PROTOBUF, True),
+        (f"application/json;q=0.5, {KUBECTL_ASKS}", True),
+        (f"*/*, {KUBECTL_ASKS}", True),
+        (f"{KUBECTL_ASKS};q=0, application/json", False),
+        ("text/html", None),
+        ("application/yaml", None),
+    ],
+)
+def test_openapi_v2_is_negotiated_as_kube_openapi_does(accept: str, protobuf: bool | None) -> None:
+    assert openapi_v2_form(accept) is protobuf
+
+
+async def test_trailing_slashes_as_upstream_answers_them(apiserver: InProcessServer) -> None:
+    """Discovery and /version are go-restful routes upstream: the slash does not matter.
+    Health, metrics and OpenAPI are exact paths: with a slash they are not found."""
+    api, session = await make_api(apiserver)
+    async with session:
+        for path, kind in (
+            ("/api/", "APIVersions"),
+            ("/apis/", "APIGroupList"),
+            ("/api/v1/", "APIResourceList"),
+            ("/apis/apps/", "APIGroup"),
+            ("/apis/apps/v1/", "APIResourceList"),
+            ("/api/v1/namespaces/", "NamespaceList"),
+            ("/api/v1/namespaces/default/", "Namespace"),
+        ):
+            status, body = await api.call("GET", path)
+            assert (status, body["kind"]) == (200, kind), path
+        async with session.get(apiserver.url + "/version/") as response:  # no token: public
+            assert response.status == 200
+            assert (await response.json())["gitVersion"].startswith("v1.33.")
+        for path in ("/healthz/", "/readyz/", "/metrics/", "/openapi/v2/"):
+            status, _ = await api.call("GET", path)
+            assert status == 404, path
+
+
+async def test_openapi_v2_over_http(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        url = apiserver.url + "/openapi/v2"
+        headers = apiserver.headers()
+        async with session.get(url, headers={**headers, "Accept": KUBECTL_ASKS}) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"] == OPENAPI_V2_PROTOBUF
+            etag = response.headers["Etag"]
+            assert (await response.read()).startswith(b"\x0a\x032.0")  # swagger: "2.0"
+        async with session.get(url, headers={**headers, "Accept": "application/json"}) as response:
+            assert response.headers["Content-Type"] == "application/json"
+            assert response.headers["Etag"] == etag
+            document = await response.json()
+        assert document["swagger"] == "2.0" and "io.k8s.api.core.v1.Pod" in document["definitions"]
+        cached = {**headers, "Accept": "application/json", "If-None-Match": etag}
+        async with session.get(url, headers=cached) as response:
+            assert response.status == 304
+        async with session.get(url, headers={**headers, "Accept": "text/html"}) as response:
+            assert response.status == 406
+        status, _ = await api.call("GET", "/openapi/v2", Authorization="Bearer nobody")
+        assert status == 401

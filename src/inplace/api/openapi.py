@@ -538,6 +538,12 @@ _PATCH_TYPES: Final = (
 )
 
 
+def _patch_types(kind: Kind) -> tuple[str, ...]:
+    """Custom resources take no strategic merge patch (415 upstream, and here): their PATCH
+    must not offer it, or kubectl computes one and sends it."""
+    return _PATCH_TYPES[:-1] if s.is_crd(kind) else _PATCH_TYPES
+
+
 def _params(names: Iterable[str]) -> list[dict[str, Any]]:
     return [copy.deepcopy(_P[n]) for n in names]
 
@@ -701,7 +707,14 @@ def _kind_paths(kind: Kind, components: _Components) -> dict[str, dict[str, Any]
         }
 
     one = _read_write_operations(
-        verbs, f"{infix}{ns}{kind.kind}", f"the specified {kind.kind}", tag, gvk, obj, components
+        verbs,
+        f"{infix}{ns}{kind.kind}",
+        f"the specified {kind.kind}",
+        tag,
+        gvk,
+        obj,
+        components,
+        _patch_types(kind),
     )
     if "delete" in verbs:
         components.add_model("V1DeleteOptions")
@@ -795,6 +808,7 @@ def _subresource(
         sub_gvk,
         target,
         components,
+        _patch_types(kind),
     )
 
 
@@ -806,6 +820,7 @@ def _read_write_operations(
     gvk: dict[str, str],
     target: str,
     components: _Components,
+    patch_types: tuple[str, ...],
 ) -> dict[str, Any]:
     """get/put/patch on one object or one subresource; `operation` is the operationId's
     suffix ("CoreV1NamespacedPod"), `what` ends the description ("the specified Pod")."""
@@ -835,7 +850,7 @@ def _read_write_operations(
             gvk,
             _responses(target, (200, 201)),
             params=_PATCH_PARAMS,
-            body=_body(_PATCH, _PATCH_TYPES),
+            body=_body(_PATCH, patch_types),
         )
     return ops
 

@@ -1,9 +1,15 @@
-"""What clients ask before anything else: /version, /api, /apis, resource lists, /openapi/v3.
+"""What clients ask before anything else: /version, /api, /apis, resource lists, OpenAPI.
 
 kubectl and the official clients map a kind to a resource through these documents (the
 aggregated-discovery-free legacy form: APIVersions, APIGroupList, APIGroup, APIResourceList),
-and fetch OpenAPI v3 to validate and explain fields. Everything here is derived from the
-kind registry, so a kind added there is discovered without touching this module.
+and fetch OpenAPI v3 (and v2, see `inplace.api.openapi_v2`) to validate and explain fields.
+Everything here is derived from the kind registry, so a kind added there is discovered
+without touching this module.
+
+Trailing slashes are answered as upstream answers them: its discovery and version endpoints
+are go-restful routes, which match `/version/`, `/api/`, `/apis/`, `/api/v1/` and
+`/apis/apps/v1/` as the paths without the slash (the kr8s client asks for `/version/`); the
+health, metrics and OpenAPI endpoints are exact paths, where a trailing slash is a 404.
 """
 
 from __future__ import annotations
@@ -16,11 +22,24 @@ from aiohttp import web
 from inplace import __version__
 from inplace.api.kinds import Kind, Registry
 from inplace.api.openapi import openapi_v3_bytes, openapi_v3_index_bytes
+from inplace.api.openapi_v2 import openapi_v2_bytes
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.httputil import json_response
 
 #: Kubernetes version this server speaks (pods/resize is a v1.33 subresource).
 KUBE_VERSION = ("1", "33", "v1.33.0")
+#: /openapi/v2 in gnostic's protobuf: the media type served, and the older spelling kubectl
+#: still asks for (with an "@", which is not a valid media type character, so it is never
+#: what the response says).
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_OPENAPI_V2_PROTOBUF_ASKED = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+#: kube-openapi's table for /openapi/v2: the (type, subtype) a clause may name, and whether
+#: it is served protobuf.
+_OPENAPI_V2_FORMS = (
+    ("application", "json", False),
+    ("application", _OPENAPI_V2_PROTOBUF_ASKED.split("/", 1)[1], True),
+    ("application", OPENAPI_V2_PROTOBUF.split("/", 1)[1], True),
+)
 
 
 def version_info() -> dict[str, str]:
@@ -37,6 +56,35 @@ def version_info() -> dict[str, str]:
         "compiler": "cpython",
         "platform": "linux/amd64",
     }
+
+
+def openapi_v2_form(accept: str) -> bool | None:
+    """Whether an Accept header gets /openapi/v2 in protobuf (True), JSON (False), or 406 (None).
+
+    As kube-openapi's handler: the clauses are taken by quality, then by specificity (a
+    wildcard ranks below a named type); the first clause that matches a served form wins.
+    """
+    clauses = []
+    for position, clause in enumerate((accept or "*/*").split(",")):
+        media, *params = (part.strip() for part in clause.split(";"))
+        if not media:
+            continue
+        kind, _, sub = media.partition("/")
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            clauses.append((-quality, kind == "*", sub == "*", position, kind, sub or "*"))
+    for *_, kind, sub in sorted(clauses):
+        for form_kind, form_sub, protobuf in _OPENAPI_V2_FORMS:
+            if kind in (form_kind, "*") and sub in (form_sub, "*"):
+                return protobuf
+    return None
 
 
 def subresource_discovery(kind: Kind, sub: str) -> dict[str, Any]:
@@ -126,12 +174,17 @@ class Discovery:
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         """Register every endpoint; before the catch-all resource routes, which they shadow."""
-        router.add_route("GET", "/version", self.version)
-        router.add_route("GET", "/api", self.api_versions)
-        router.add_route("GET", "/apis", self.api_groups)
+        for path, handler in (
+            ("/version", self.version),
+            ("/api", self.api_versions),
+            ("/apis", self.api_groups),
+        ):
+            router.add_route("GET", path, handler)
+            router.add_route("GET", f"{path}/", handler)
         router.add_route("GET", "/api/{version}{slash:/?}", self.core_resources)
         router.add_route("GET", "/apis/{group}{slash:/?}", self.group)
         router.add_route("GET", "/apis/{group}/{version}{slash:/?}", self.group_resources)
+        router.add_route("GET", "/openapi/v2", self.openapi_v2)
         router.add_route("GET", "/openapi/v3", self.openapi_index)
         router.add_route("GET", "/openapi/v3/{path:.*}", self.openapi_document)
 
@@ -161,6 +214,19 @@ class Discovery:
     async def group_resources(self, request: web.Request) -> web.Response:
         info = request.match_info
         return self._listing(resource_list(self.registry, info["group"], info["version"]))
+
+    async def openapi_v2(self, request: web.Request) -> web.Response:
+        """The Swagger 2.0 document, in JSON or gnostic protobuf as the client accepts."""
+        protobuf = openapi_v2_form(request.headers.get("Accept", ""))
+        if protobuf is None:
+            return web.Response(status=406, headers={"Vary": "Accept"})
+        body, digest = openapi_v2_bytes(self.registry, protobuf=protobuf)
+        etag = f'"{digest}"'
+        headers = {"Etag": etag, "Vary": "Accept"}
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=headers)
+        content_type = OPENAPI_V2_PROTOBUF if protobuf else "application/json"
+        return web.Response(body=body, content_type=content_type, headers=headers)
 
     async def openapi_index(self, request: web.Request) -> web.Response:
         return web.Response(

@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 
 #: Upstream's limit on a request body.
 MAX_BODY = 3 * 1024 * 1024
-_PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
+#: Paths anyone may read: upstream's system:public-info-viewer role.
+_PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/version/"}
 _BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _COMPACT_EVERY = 300.0
 _COMPACT_KEEP = 10_000
