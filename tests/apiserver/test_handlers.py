@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
+import yaml
 
+from inplace.api.kinds import REGISTRY
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.handlers import delete_options
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
+from tests.e2e.manifests import EVERY_KIND
 
 
 async def test_create_get_update_conflict_and_generation(apiserver: InProcessServer) -> None:
@@ -168,3 +172,87 @@ def test_bad_delete_options_name_the_field(
     with pytest.raises(StatusError) as caught:
         delete_options(body, query)
     assert caught.value.code == code and names in caught.value.message
+
+
+def collection(obj: dict[str, Any]) -> str:
+    """The collection path of a manifest's object."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    kind = REGISTRY.by_kind(group, obj["kind"])
+    assert kind is not None, obj["kind"]
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if kind.namespaced:
+        base += f"/namespaces/{obj['metadata'].get('namespace', 'default')}"
+    return f"{base}/{kind.plural}"
+
+
+async def test_a_dry_run_writes_nothing_for_every_stored_kind(apiserver: InProcessServer) -> None:
+    """create, update, patch and delete with dryRun=All (and a delete with dryRun in its
+    DeleteOptions, as `kubectl delete --dry-run=server` sends it) answer what would be written,
+    at the stored resourceVersion, and leave the stored object as it was."""
+    api, session = await make_api(apiserver)
+    objects = [o for o in yaml.safe_load_all(EVERY_KIND) if o]
+    assert {o["kind"] for o in objects} == {k.kind for k in REGISTRY.kinds if k.stored}
+    merge = "application/merge-patch+json"
+    async with session:
+        for obj in objects:
+            path = collection(obj)
+            item = f"{path}/{obj['metadata']['name']}"
+            status, would = await api.call("POST", f"{path}?dryRun=All", obj)
+            assert status == 201, would
+            assert would["metadata"]["uid"] and "resourceVersion" not in would["metadata"]
+            assert (await api.call("GET", item))[0] == 404, item
+            status, stored = await api.call("POST", path, obj)
+            assert status == 201, stored
+            version = stored["metadata"]["resourceVersion"]
+
+            labelled = {"metadata": {"labels": {"dry": "run"}}}
+            status, patched = await api.call("PATCH", f"{item}?dryRun=All", labelled, merge)
+            assert status == 200, patched
+            assert patched["metadata"]["labels"]["dry"] == "run"
+            assert patched["metadata"]["resourceVersion"] == version
+            replaced = json.loads(json.dumps(stored))
+            replaced["metadata"].setdefault("labels", {})["dry"] = "run"
+            status, updated = await api.call("PUT", f"{item}?dryRun=All", replaced)
+            assert status == 200 and updated["metadata"]["labels"]["dry"] == "run", updated
+            status, _ = await api.call("DELETE", f"{item}?dryRun=All")
+            assert status == 200
+            options = {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}
+            status, _ = await api.call("DELETE", item, options)
+            assert status == 200
+
+            status, after = await api.call("GET", item)
+            assert status == 200, (item, after)
+            assert after == stored, item
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "options"),
+    [
+        ("POST", "", "CreateOptions"),
+        ("PUT", "/p", "UpdateOptions"),
+        ("PATCH", "/p", "PatchOptions"),
+        ("DELETE", "/p", "DeleteOptions"),
+    ],
+)
+async def test_a_mistyped_dry_run_is_422_and_writes_nothing(
+    apiserver: InProcessServer, method: str, suffix: str, options: str
+) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        status, stored = await api.call("POST", PODS, pod("p"))
+        assert status == 201
+        body: Any = {"metadata": {"labels": {"x": "y"}}}
+        if method in ("POST", "PUT"):
+            body = {**stored, "metadata": {**stored["metadata"], "name": "p", "labels": {"x": "y"}}}
+        content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        status, answer = await api.call(
+            method, f"{PODS}{suffix}?dryRun=all", body if method != "DELETE" else None, content_type
+        )
+        assert status == 422, answer
+        assert answer["message"] == (
+            f'{options}.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+            '[]string{"all"}: supported values: "All"'
+        )
+        assert answer["details"]["causes"][0]["field"] == "dryRun"
+        _, after = await api.call("GET", f"{PODS}/p")
+        assert after == stored

@@ -48,8 +48,47 @@ def object_body(body: Any, kind: Kind) -> dict[str, Any]:
     return body
 
 
+#: The options kind upstream validates `dryRun` in, by verb (named in its 422).
+_OPTIONS_KIND = {
+    "create": "CreateOptions",
+    "update": "UpdateOptions",
+    "patch": "PatchOptions",
+    "delete": "DeleteOptions",
+    "deletecollection": "DeleteOptions",
+}
+
+
+def requested_dry_run(verb: str, query_values: list[str], body: Any) -> bool:
+    """Whether a write is a server-side dry run: `dryRun=All` in the query, or, for deletes,
+    `dryRun: [All]` in the DeleteOptions body (where `kubectl delete --dry-run=server` puts it).
+
+    Any other value is refused (422) as upstream refuses it, rather than taken as "not a dry
+    run": a mistyped dry run must never write.
+    """
+    values = list(query_values)
+    if verb in ("delete", "deletecollection") and isinstance(body, dict):
+        in_body = body.get("dryRun")
+        values += in_body if isinstance(in_body, list) else [] if in_body is None else [in_body]
+    bad = [v for v in values if v != "All"]
+    if bad:
+        options = _OPTIONS_KIND.get(verb, "CreateOptions")
+        listed = ", ".join(orjson.dumps(str(v)).decode() for v in values)
+        why = f'Unsupported value: []string{{{listed}}}: supported values: "All"'
+        raise StatusError(
+            422,
+            f'{options}.meta.k8s.io "" is invalid: dryRun: {why}',
+            details={
+                "kind": options,
+                "group": "meta.k8s.io",
+                "causes": [{"reason": "FieldValueNotSupported", "message": why, "field": "dryRun"}],
+            },
+        )
+    return bool(values)
+
+
 def delete_options(body: Any, query: dict[str, str]) -> dict[str, Any]:
-    """DeleteOptions from the body, overridden by query parameters as upstream's decoder does."""
+    """DeleteOptions from the body, with the query's gracePeriodSeconds and propagationPolicy
+    on top (upstream reads the query only when there is no body; both are honoured here)."""
     options: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
     if "gracePeriodSeconds" in query:
         options["gracePeriodSeconds"] = int_param(query, "gracePeriodSeconds")
@@ -108,6 +147,9 @@ class Resources:
             info.verb in ("delete", "deletecollection") and request.can_read_body
         ):
             body = await self.read_body(request, info)
+        dry_run = info.verb in _OPTIONS_KIND and requested_dry_run(
+            info.verb, request.query.getall("dryRun", []), body
+        )
         await self.authorize(request[USER], info, body)
         if info.verb == "get":
             return await self._get(request, info, query)
@@ -116,19 +158,18 @@ class Resources:
         if info.verb == "watch":
             return await self.watches.serve(request, info, query)
         if info.verb == "create":
-            return await self._create(request, info, query, body)
+            return await self._create(request, info, query, body, dry_run)
         if info.verb in ("update", "patch"):
-            return await self._write(request, info, query, body)
+            return await self._write(request, info, query, body, dry_run)
         if info.verb == "delete":
             assert info.name is not None
             options = delete_options(body, query)
-            dry_run = query.get("dryRun") == "All"
             obj = await self.rest.delete(
                 info.kind, info.namespace, info.name, options, dry_run=dry_run
             )
             return json_response(obj)
         if info.verb == "deletecollection":
-            return await self._delete_collection(info, query, body)
+            return await self._delete_collection(info, query, body, dry_run)
         raise StatusError(405, f"unsupported verb {info.verb}")
 
     async def _get(
@@ -144,7 +185,12 @@ class Resources:
         return web.Response(body=entry.raw, content_type="application/json")
 
     async def _create(
-        self, request: web.Request, info: RequestInfo, query: dict[str, str], body: Any
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        query: dict[str, str],
+        body: Any,
+        dry_run: bool,
     ) -> web.Response:
         kind, ns, rest = info.kind, info.namespace, self.rest
         if info.subresource == "binding":
@@ -166,12 +212,17 @@ class Resources:
             ns,
             object_body(body, kind),
             field_validation=query.get("fieldValidation", "Warn"),
-            dry_run=query.get("dryRun") == "All",
+            dry_run=dry_run,
         )
         return json_response(result.obj, status=201, warnings=result.warnings)
 
     async def _write(
-        self, request: web.Request, info: RequestInfo, query: dict[str, str], body: Any
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        query: dict[str, str],
+        body: Any,
+        dry_run: bool,
     ) -> web.Response:
         """update (PUT) and patch of an object or of its status, resize or scale."""
         kind, name = info.kind, info.name
@@ -187,7 +238,6 @@ class Resources:
                 405, f"{info.verb} is not supported on {kind.plural}/{info.subresource}"
             )
         field_validation = query.get("fieldValidation", "Warn")
-        dry_run = query.get("dryRun") == "All"
         if info.verb == "update":
             result = await self.rest.update(
                 kind,
@@ -212,12 +262,11 @@ class Resources:
         return json_response(result.obj, warnings=result.warnings)
 
     async def _delete_collection(
-        self, info: RequestInfo, query: dict[str, str], body: Any
+        self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool
     ) -> web.Response:
         kind = info.kind
         options = delete_options(body, query)
         matches = selector_filter(kind, query)
-        dry_run = query.get("dryRun") == "All"
         await self.cache.sync()
         deleted = []
         for entry in self.cache.entries(kind, info.namespace):
