@@ -44,3 +44,35 @@ async def test_unknown_paths_and_methods_answer_a_status(apiserver: InProcessSer
         )
         status, body = await api.call("PUT", PODS, {})
         assert status == 405 and body["reason"] == "MethodNotAllowed"
+
+
+async def test_a_body_over_3_mib_is_413_and_one_at_the_limit_is_read(
+    apiserver: InProcessServer,
+) -> None:
+    """Upstream's limit (MaxRequestBodyBytes): 3 MiB is read, one byte more is refused with
+    its Status, for every verb with a body; nothing is stored."""
+    limit = 3 * 1024 * 1024
+    _, session = await make_api(apiserver)
+    headers = {**apiserver.headers(), "Content-Type": "application/json"}
+    async with session:
+        at_limit = b"{" + b" " * (limit - 1)  # read in full, then refused as malformed JSON
+        async with session.post(apiserver.url + PODS, data=at_limit, headers=headers) as response:
+            assert response.status == 400
+        for method, path in (("POST", PODS), ("PUT", f"{PODS}/big"), ("PATCH", f"{PODS}/big")):
+            over = b"{" + b" " * limit
+            async with session.request(
+                method, apiserver.url + path, data=over, headers=headers
+            ) as response:
+                assert response.status == 413, method
+                body = await response.json()
+            assert body == {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Request entity too large: limit is 3145728",
+                "reason": "RequestEntityTooLarge",
+                "code": 413,
+            }
+        async with session.get(apiserver.url + f"{PODS}/big", headers=headers) as response:
+            assert response.status == 404
