@@ -5,7 +5,7 @@ table printers. Each entry says where a kind lives in the API (names, plurals, s
 subresources are upstream's) and names its :class:`~inplace.api.strategy.Strategy`:
 defaulting, validation, admission, the Table printer, field selectors, generation and
 graceful deletion. Adding a kind is one entry here plus its rules in the modules they belong
-to (``validation/``, ``defaults.py``, ``tables.py``, ``selectors.py``); see "Adding a kind" in
+to (``validation/``, ``defaults.py``, ``tables/``, ``selectors.py``); see "Adding a kind" in
 docs/architecture.md.
 """
 
