@@ -2,7 +2,7 @@
 
 kubectl and the official clients map a kind to a resource through these documents (the
 aggregated-discovery-free legacy form: APIVersions, APIGroupList, APIGroup, APIResourceList),
-and fetch OpenAPI v3 (and v2, see `inplace.api.openapi_v2`) to validate and explain fields.
+and fetch OpenAPI v3 (and v2, see `inplace.api.openapi.v2`) to validate and explain fields.
 Everything here is derived from the kind registry, so a kind added there is discovered
 without touching this module.
 
@@ -22,7 +22,7 @@ from aiohttp import web
 from inplace import __version__
 from inplace.api.kinds import Kind, Registry
 from inplace.api.openapi import openapi_v3_bytes, openapi_v3_index_bytes
-from inplace.api.openapi_v2 import openapi_v2_bytes
+from inplace.api.openapi.v2 import openapi_v2_bytes
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.httputil import json_response
 

@@ -233,7 +233,7 @@ class Resources:
                 self.rest, kind, info.namespace, name, body, patch_type
             )
             return json_response(scale)
-        if info.subresource not in (None, "status", "resize"):
+        if info.subresource not in (None, "status", *kind.strategy.subresources):
             raise StatusError(
                 405, f"{info.verb} is not supported on {kind.plural}/{info.subresource}"
             )

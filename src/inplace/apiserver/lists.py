@@ -33,7 +33,7 @@ def selector_filter(kind: Kind, query: dict[str, str]) -> Matcher | None:
     try:
         labels = LabelSelector.parse(query["labelSelector"]) if query.get("labelSelector") else None
         fields = (
-            FieldSelector.parse(query["fieldSelector"], kind=kind.kind)
+            FieldSelector.parse(query["fieldSelector"], fields=kind.strategy.selectable_fields)
             if query.get("fieldSelector")
             else None
         )
@@ -78,7 +78,7 @@ def table(
         "None" if requested == "None" else "Object" if requested == "Object" else "Metadata"
     )
     return to_table(
-        kind.kind,
+        kind.strategy.table,
         objects,
         now=datetime.datetime.now(datetime.UTC),
         include_object=include,

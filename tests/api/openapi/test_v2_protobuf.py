@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from inplace.api.kinds import REGISTRY
-from inplace.api.openapi_v2 import openapi_v2_bytes, openapi_v2_document
-from inplace.api.openapi_v2_proto import encode_document, encode_schema
+from inplace.api.openapi.v2 import openapi_v2_bytes, openapi_v2_document
+from inplace.api.openapi.v2_protobuf import encode_document, encode_schema
 from inplace.api.protobuf import iter_fields
 
 

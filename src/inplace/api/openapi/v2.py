@@ -3,7 +3,7 @@
 Why this exists: kubectl validates a manifest on the client when the server cannot validate
 it: for a kind the server does not serve, `/openapi/v3` has no document for its
 group-version, so kubectl 1.33 downloads `/openapi/v2` (in protobuf, see
-`openapi_v2_proto.py`), finds no model for the kind, skips validation, and only then reaches
+`v2_protobuf.py`), finds no model for the kind, skips validation, and only then reaches
 its usual `no matches for kind "X" in version "Y"`. Without `/openapi/v2` it stops at "error
 validating data: … failed to download openapi". `kubectl explain -o plaintext-openapiv2`
 reads it too. kube-apiserver serves one v2 document for every group-version; so does this.
@@ -30,8 +30,8 @@ import hashlib
 from typing import Any, Final
 
 from inplace.api.kinds import Registry
-from inplace.api.openapi import document_keys, openapi_v3_document_for_path, serialize
-from inplace.api.openapi_v2_proto import encode_document
+from inplace.api.openapi.documents import document_keys, openapi_v3_document_for_path, serialize
+from inplace.api.openapi.v2_protobuf import encode_document
 
 __all__ = ["openapi_v2_bytes", "openapi_v2_document", "v2_schema"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from inplace.api.kinds import REGISTRY
-from inplace.api.openapi_v2 import openapi_v2_bytes, openapi_v2_document, v2_schema
+from inplace.api.openapi.v2 import openapi_v2_bytes, openapi_v2_document, v2_schema
 
 DOC = openapi_v2_document(REGISTRY)
 DEFINITIONS: dict[str, Any] = DOC["definitions"]
