@@ -370,7 +370,10 @@ class Lifecycle:
                 message = str(exc)
             cs.state, cs.reason, cs.message = "waiting", "CreateContainerConfigError", message
             if message != last:
-                self.ctx.event(w, "Failed", f"Error: {message}", warning=True)
+                field_path = w.field_path(c["name"])
+                self.ctx.event(
+                    w, "Failed", f"Error: {message}", warning=True, field_path=field_path
+                )
                 last = message
             self.ctx.notify(w)
             delay = SANDBOX_RETRY.next(delay)
