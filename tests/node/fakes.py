@@ -157,9 +157,16 @@ class RecordingRuntime(SimulatedRuntime):
 
 
 def fake_agent(
-    cluster: FakeCluster, tmp_path: Path, *, cpu_milli: int = 2000, memory: int = 2 << 30
+    cluster: FakeCluster,
+    tmp_path: Path,
+    *,
+    cpu_milli: int = 2000,
+    memory: int = 2 << 30,
+    runtime: RecordingRuntime | None = None,
 ) -> NodeAgent:
-    """A real agent whose API calls all go to ``cluster`` (its client points nowhere)."""
+    """A real agent whose API calls all go to ``cluster`` (its client points nowhere);
+    agents given the same ``tmp_path`` and ``runtime`` share checkpoints and containers, as
+    an agent and its successor on one node do."""
     config = AgentConfig(
         node_name=NODE,
         cpu_milli=cpu_milli,
@@ -172,7 +179,7 @@ def fake_agent(
         unreachable,
         config,
         driver=NoneDriver(),
-        runtime=RecordingRuntime(),
+        runtime=runtime if runtime is not None else RecordingRuntime(),
         informer=cluster,
         actions=cluster,
     )
@@ -219,11 +226,11 @@ def pod(
 
 @contextlib.asynccontextmanager
 async def running_agent(
-    tmp_path: Path, **sizes: int
+    tmp_path: Path, *, runtime: RecordingRuntime | None = None, **sizes: int
 ) -> AsyncIterator[tuple[FakeCluster, NodeAgent]]:
     """A fake cluster and its agent; the agent's pod tasks are cancelled afterwards."""
     cluster = FakeCluster()
-    agent = fake_agent(cluster, tmp_path, **sizes)
+    agent = fake_agent(cluster, tmp_path, runtime=runtime, **sizes)
     try:
         yield cluster, agent
     finally:
