@@ -75,10 +75,8 @@ class ExponentialBuckets:
     @functools.cached_property
     def num_buckets(self) -> int:
         return (
-            int(
-                math.ceil(
-                    _log(self.ratio, self.max_value * (self.ratio - 1) / self.first_bucket_size + 1)
-                )
+            math.ceil(
+                _log(self.ratio, self.max_value * (self.ratio - 1) / self.first_bucket_size + 1)
             )
             + 1
         )
@@ -112,7 +110,7 @@ class LinearBuckets:
 
     @functools.cached_property
     def num_buckets(self) -> int:
-        return int(math.ceil(self.max_value / self.bucket_size)) + 1
+        return math.ceil(self.max_value / self.bucket_size) + 1
 
     def find_bucket(self, value: float) -> int:
         bucket = int(value / self.bucket_size)

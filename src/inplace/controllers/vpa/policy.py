@@ -26,23 +26,27 @@ from inplace.api.resources import CPU, MEMORY, ResourceList, parse_resource_list
 __all__ = [
     "AUTO",
     "DEFAULT_CONTROLLED_RESOURCES",
+    "INITIAL",
     "IN_PLACE",
     "IN_PLACE_OR_RECREATE",
-    "INITIAL",
     "OFF",
     "RECREATE",
     "REQUESTS_AND_LIMITS",
     "REQUESTS_ONLY",
     "ContainerResources",
+    "PodRecommendation",
     "cap_recommendation",
     "container_policy",
+    "container_resources",
     "controlled_resources",
     "controlled_values",
     "is_scaling_off",
     "min_replicas",
     "pod_container_resources",
+    "pod_recommendations",
     "proportional_limit",
     "recommendation_for",
+    "resize_body",
     "update_mode",
 ]
 
@@ -249,16 +253,25 @@ def _cap_to_limit(
     return out
 
 
-def pod_container_resources(
-    pod: Mapping[str, Any], vpa: Mapping[str, Any]
-) -> list[ContainerResources]:
-    """For each container of ``pod`` that has a recommendation: the requests (the capped
-    target) and limits (scaled in proportion under ``RequestsAndLimits``) it should have.
+@dataclass(frozen=True)
+class PodRecommendation:
+    """A container's recommendation processed for one pod (upstream's capping processor):
+    capped to min/maxAllowed and, under ``RequestsOnly``, to the container's limit."""
 
-    Upstream's capping processor followed by ``GetContainersResources``; containers without
-    a recommendation, or whose policy is ``mode: Off``, are left out.
-    """
-    out: list[ContainerResources] = []
+    name: str
+    target: ResourceList
+    lower_bound: ResourceList
+    upper_bound: ResourceList
+    requests: ResourceList
+    """What the container runs with now (status resources, else spec)."""
+    limits: ResourceList
+    controlled_values: str
+
+
+def pod_recommendations(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> list[PodRecommendation]:
+    """The processed recommendation of every container of ``pod`` that has one and whose
+    policy is not ``mode: Off``, in the pod's container order."""
+    out: list[PodRecommendation] = []
     for container in _get(pod, "spec", "containers") or ():
         if not isinstance(container, Mapping):
             continue
@@ -268,24 +281,42 @@ def pod_container_resources(
         if recommendation is None or is_scaling_off(policy):
             continue
         requests, limits = actual_requests_and_limits(pod, container)
-        target = _cap(
-            _resource_list(recommendation.get("target")),
-            _bounds(policy, "minAllowed"),
-            _bounds(policy, "maxAllowed"),
-        )
+        minimum, maximum = _bounds(policy, "minAllowed"), _bounds(policy, "maxAllowed")
         values = controlled_values(policy)
-        if values == REQUESTS_ONLY:
-            target = _cap_to_limit(target, limits)
-        new_limits: ResourceList = {}
-        if values == REQUESTS_AND_LIMITS:
-            for resource in (CPU, MEMORY):
-                limit = proportional_limit(
-                    resource, limits.get(resource), requests.get(resource), target.get(resource)
-                )
-                if limit is not None:
-                    new_limits[resource] = limit
-        out.append(ContainerResources(name, target, new_limits))
+        processed = []
+        for key in ("target", "lowerBound", "upperBound"):
+            capped = _cap(_resource_list(recommendation.get(key)), minimum, maximum)
+            if values == REQUESTS_ONLY:
+                capped = _cap_to_limit(capped, limits)
+            processed.append(capped)
+        target, lower, upper = processed
+        out.append(PodRecommendation(name, target, lower, upper, requests, limits, values))
     return out
+
+
+def container_resources(recommendation: PodRecommendation) -> ContainerResources:
+    """Requests = the processed target; limits scaled to keep their ratio to the request
+    under ``RequestsAndLimits`` (upstream's ``GetContainersResources``)."""
+    new_limits: ResourceList = {}
+    if recommendation.controlled_values == REQUESTS_AND_LIMITS:
+        for resource in (CPU, MEMORY):
+            limit = proportional_limit(
+                resource,
+                recommendation.limits.get(resource),
+                recommendation.requests.get(resource),
+                recommendation.target.get(resource),
+            )
+            if limit is not None:
+                new_limits[resource] = limit
+    return ContainerResources(recommendation.name, dict(recommendation.target), new_limits)
+
+
+def pod_container_resources(
+    pod: Mapping[str, Any], vpa: Mapping[str, Any]
+) -> list[ContainerResources]:
+    """For each container of ``pod`` with a recommendation: the requests and limits it
+    should run with (what the updater resizes to and admission writes at creation)."""
+    return [container_resources(r) for r in pod_recommendations(pod, vpa)]
 
 
 def resize_body(resources: Sequence[ContainerResources]) -> dict[str, Any]:

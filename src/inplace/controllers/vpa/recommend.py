@@ -5,7 +5,7 @@ Transcribed from upstream's ``recommender/logic`` (``recommender.go``, ``estimat
 
 * target = p90 of CPU samples / memory peaks, lowerBound = p50, upperBound = p95;
 * each plus a 15% safety margin;
-* upperBound × ``(1 + 1/confidence)``, lowerBound × ``(1 + 0.001/confidence)**-2``, where the
+* upperBound * ``(1 + 1/confidence)``, lowerBound * ``(1 + 0.001/confidence)**-2``, where the
   confidence is the history's length in days (capped by its sample count at one per
   minute): no history leaves the upper bound unbounded and the lower bound at zero;
 * each at least the pod minimum (25m, 250Mi) split evenly across the pod's containers;
@@ -82,7 +82,9 @@ def estimate(
     """Target and bounds of one container of a pod with ``containers`` recommended
     containers (the pod minimums are split across them)."""
     fraction = 1.0 / max(containers, 1)
-    min_cpu = scale_amount(amount_from_float(settings.pod_min_cpu_millicores * 0.001 * 1000.0), fraction)
+    min_cpu = scale_amount(
+        amount_from_float(settings.pod_min_cpu_millicores * 0.001 * 1000.0), fraction
+    )
     min_memory = scale_amount(amount_from_float(settings.pod_min_memory_mb * 1024 * 1024), fraction)
     cpu_p = state.cpu.percentiles(
         (
@@ -98,7 +100,9 @@ def estimate(
             settings.upper_bound_memory_percentile,
         )
     )
-    cpu = [_with_margin(amount_from_float(c * 1000.0), settings.safety_margin_fraction) for c in cpu_p]
+    cpu = [
+        _with_margin(amount_from_float(c * 1000.0), settings.safety_margin_fraction) for c in cpu_p
+    ]
     memory = [_with_margin(amount_from_float(m), settings.memory_margin) for m in mem_p]
 
     conf_cpu = confidence(state, settings.confidence_interval_cpu)

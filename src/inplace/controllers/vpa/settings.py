@@ -137,9 +137,10 @@ class UpdaterSettings:
 
     update_threshold: float = 0.1
     """A pod whose requests are inside [lowerBound, upperBound] is updated only when the sum
-    over resources of |request − target| / request is at least this [--pod-update-threshold]."""
+    over resources of |request - target| / request is at least this [--pod-update-threshold]."""
     pod_lifetime_update_threshold: float = 12 * HOUR
-    """… and only when it has run this long [--in-recommendation-bounds-eviction-lifetime-threshold]."""
+    """… and only when it has run this long
+    [--in-recommendation-bounds-eviction-lifetime-threshold]."""
     evict_after_oom_threshold: float = 600.0
     """A container OOM-killed less than this after it started makes the pod eligible for an
     update at once [--evict-after-oom-threshold]."""
@@ -185,4 +186,3 @@ def variant(name: str) -> tuple[RecommenderSettings, UpdaterSettings]:
         return VARIANTS[name]
     except KeyError:
         raise KeyError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
-
