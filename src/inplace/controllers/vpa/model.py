@@ -111,6 +111,10 @@ class AggregateContainerState:
     first_sample_start: float | None = None
     last_sample_start: float | None = None
     total_samples_count: int = 0
+    memory_jump: float = 0.0
+    """The largest recent rise of memory between two readings, in bytes, as of
+    ``memory_jump_at`` (see ``memory_jump_margin``)."""
+    memory_jump_at: float = 0.0
 
     def __post_init__(self) -> None:
         options = _options(self.settings)
@@ -135,6 +139,18 @@ class AggregateContainerState:
 
     def subtract_memory_peak(self, time: float, bytes_: int) -> None:
         self.memory_peaks.subtract_sample(float(bytes_), 1.0, time)
+
+    def jump(self, now: float) -> float:
+        """The remembered memory jump at ``now`` (it halves every ``memory_jump_half_life``)."""
+        if not self.memory_jump:
+            return 0.0
+        elapsed = max(now - self.memory_jump_at, 0.0)
+        return float(self.memory_jump * 2.0 ** (-elapsed / self.settings.memory_jump_half_life))
+
+    def record_jump(self, now: float, rise: float) -> None:
+        if rise > self.jump(now):
+            self.memory_jump = rise
+            self.memory_jump_at = now
 
     def is_empty(self) -> bool:
         """No CPU sample and no memory peak yet (upstream would still recommend its minimums;
@@ -221,6 +237,7 @@ class ContainerState:
     oom_peak: int = 0
     window_end: float | None = None
     last_memory_sample_start: float | None = None
+    last_memory_usage: int = 0
 
     @property
     def settings(self) -> RecommenderSettings:
@@ -249,6 +266,10 @@ class ContainerState:
         ):
             return False
         self.last_memory_sample_start = time
+        if not is_oom:
+            previous, self.last_memory_usage = self.last_memory_usage, usage_bytes
+            if previous and usage_bytes > previous and self.settings.memory_jump_margin:
+                self.aggregate.record_jump(time, usage_bytes - previous)
         if self.window_end is None:
             self.window_end = time
         add_new_peak = False
@@ -273,10 +294,13 @@ class ContainerState:
                 self.memory_peak = usage_bytes
         return True
 
-    def record_oom(self, time: float, requested_memory: int) -> bool:
+    def record_oom(self, time: float, requested_memory: int, *, kill: bool = True) -> bool:
         """An OOM kill as an artificial peak: ``max(used + min bump, used * ratio)`` where
         ``used`` is the larger of the request and this interval's observed peak. Returns
-        False for an OOM older than one interval before the latest memory reading."""
+        False for an OOM older than one interval before the latest memory reading.
+
+        ``kill=False`` is memory pressure (``memory_pressure_fraction``): the same bump,
+        but not remembered as a jump."""
         interval = self.settings.memory_aggregation_interval
         if (
             self.last_memory_sample_start is not None
@@ -288,4 +312,7 @@ class ContainerState:
             used + amount_from_float(self.settings.oom_min_bump_up),
             scale_amount(used, self.settings.oom_bump_up_ratio),
         )
+        previous = self.last_memory_usage
+        if kill and previous and needed > previous and self.settings.memory_jump_margin:
+            self.aggregate.record_jump(time, needed - previous)
         return self.add_memory_sample(time, needed, is_oom=True)

@@ -77,10 +77,15 @@ def _with_margin(amount: int, margin: float) -> int:
 
 
 def estimate(
-    state: AggregateContainerState, settings: RecommenderSettings, containers: int = 1
+    state: AggregateContainerState,
+    settings: RecommenderSettings,
+    containers: int = 1,
+    *,
+    now: float = 0.0,
 ) -> Estimate:
     """Target and bounds of one container of a pod with ``containers`` recommended
-    containers (the pod minimums are split across them)."""
+    containers (the pod minimums are split across them), at ``now`` (only the remembered
+    memory jump depends on it)."""
     fraction = 1.0 / max(containers, 1)
     min_cpu = scale_amount(
         amount_from_float(settings.pod_min_cpu_millicores * 0.001 * 1000.0), fraction
@@ -103,7 +108,8 @@ def estimate(
     cpu = [
         _with_margin(amount_from_float(c * 1000.0), settings.safety_margin_fraction) for c in cpu_p
     ]
-    memory = [_with_margin(amount_from_float(m), settings.memory_margin) for m in mem_p]
+    jump = amount_from_float(settings.memory_jump_margin * state.jump(now))
+    memory = [_with_margin(amount_from_float(m), settings.memory_margin) + jump for m in mem_p]
 
     conf_cpu = confidence(state, settings.confidence_interval_cpu)
     conf_memory = confidence(state, settings.confidence_interval_memory)
@@ -157,6 +163,8 @@ def recommend(
     vpa: Mapping[str, Any],
     aggregates: Mapping[str, AggregateContainerState],
     settings: RecommenderSettings,
+    *,
+    now: float = 0.0,
 ) -> dict[str, Any] | None:
     """``status.recommendation`` for a VPA from its per-container-name aggregates, or None
     when no container has usage yet. Containers are sorted by name, as upstream sorts them."""
@@ -170,7 +178,7 @@ def recommend(
     entries = []
     for name in sorted(included):
         policy = container_policy(vpa, name)
-        est = estimate(included[name], settings, len(included))
+        est = estimate(included[name], settings, len(included), now=now)
         entry = recommendation_entry(name, est, controlled_resources(policy), settings)
         entries.append(cap_recommendation(entry, policy))
     return {"containerRecommendations": entries}

@@ -102,7 +102,7 @@ class Recommender:
             and memory_limit_bytes
             and memory_bytes > fraction * memory_limit_bytes
         ):
-            container.record_oom(at, memory_bytes)
+            container.record_oom(at, memory_bytes, kill=False)
 
     def record_oom(self, vpa: VpaKey, key: ContainerKey, at: float, memory_request: int) -> bool:
         """An OOM kill (or a pod paused at its memory limit) of a container whose memory
@@ -133,7 +133,9 @@ class Recommender:
 
     def recommendation(self, vpa_key: VpaKey, vpa: Mapping[str, Any]) -> dict[str, Any] | None:
         """``status.recommendation`` for the VPA object ``vpa`` (None: no usage yet)."""
-        return recommend(vpa, self._aggregates.get(vpa_key, {}), self.settings)
+        return recommend(
+            vpa, self._aggregates.get(vpa_key, {}), self.settings, now=self.clock.now()
+        )
 
     def aggregates(self, vpa: VpaKey) -> Mapping[str, AggregateContainerState]:
         return self._aggregates.get(vpa, {})

@@ -107,6 +107,14 @@ class RecommenderSettings:
     container's memory limit (its request when it has no limit) is recorded as an OOM would
     be, so the recommendation rises *before* the kernel kills or pauses the process; an
     in-place resize then lands ahead of the OOM."""
+    memory_jump_margin: float = 0.0
+    """Our addition (0: off, as upstream). Adds to the memory estimate this multiple of the
+    container's recent *jump*: the largest rise of its memory between two readings, in
+    bytes (an OOM kill counts as a rise to the bumped size). A workload whose memory moves
+    smoothly keeps a thin margin and can be resized to follow it; one that bursts or grows
+    in steps keeps room for the next burst or step. This is the per-workload-class margin."""
+    memory_jump_half_life: float = DAY
+    """How fast a remembered jump fades (it halves every this many seconds)."""
     recommender_interval: float = 10.0
     """Seconds between recommendation passes (upstream: 60 s [--recommender-interval]); with
     the node agents sampling every 5 s a pod gets its first recommendation within ~15 s."""
