@@ -115,6 +115,10 @@ class RecommenderSettings:
     in steps keeps room for the next burst or step. This is the per-workload-class margin."""
     memory_jump_half_life: float = DAY
     """How fast a remembered jump fades (it halves every this many seconds)."""
+    memory_pressure_bump: float | None = None
+    """With ``memory_pressure_fraction``: the sample a pressure reading records is the usage
+    times ``1 + memory_pressure_bump`` (None: the OOM bump, ``max(+100Mi, x1.2)``). Small
+    steps suit in-place resizes, which cost no restart."""
     recommender_interval: float = 10.0
     """Seconds between recommendation passes (upstream: 60 s [--recommender-interval]); with
     the node agents sampling every 5 s a pod gets its first recommendation within ~15 s."""

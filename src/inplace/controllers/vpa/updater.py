@@ -191,9 +191,11 @@ def _accept(
             return None, f"requests within {settings.update_threshold:.0%} of the target"
     if quick_oom and priority.resource_diff == 0:
         return None, "OOM-killed, but the recommendation would not change it"
-    return priority, "requests outside the recommended range" if priority.outside_range else (
-        "OOM-killed soon after start" if quick_oom else "requests off the target"
-    )
+    if priority.outside_range:
+        return priority, "requests outside the recommended range"
+    if quick_oom:
+        return priority, "OOM-killed soon after start"
+    return priority, f"requests {priority.resource_diff:.0%} off the target"
 
 
 # -- replica groups (upstream's restriction package) ----------------------------------------
@@ -415,7 +417,7 @@ def decide(
     run = _Pass(vpa, live, replicas, now, settings, memory)
     in_place = mode in (IN_PLACE_OR_RECREATE, IN_PLACE)
     decided: dict[str, Decision] = {}
-    candidates: list[tuple[Priority, int, Mapping[str, Any], list[PodRecommendation]]] = []
+    candidates: list[tuple[Priority, int, Mapping[str, Any], list[PodRecommendation], str]] = []
     for index, pod in enumerate(live):
         key = pod_key(pod)
         if in_place:
@@ -434,16 +436,16 @@ def decide(
         if priority is None:
             decided[key] = Decision(key, Action.NONE, why)
             continue
-        candidates.append((priority, index, pod, recs))
+        candidates.append((priority, index, pod, recs, why))
     # Growth first, then the largest relative change (upstream's PodPriority.Less).
     candidates.sort(key=lambda c: (not c[0].scale_up, -c[0].resource_diff, c[1]))
 
     ordered: list[Decision] = []
     evictions: list[tuple[Mapping[str, Any], str]] = []
-    for priority, _, pod, recs in candidates:
+    for _, _, pod, recs, accepted_why in candidates:
         key = pod_key(pod)
         if not in_place:
-            evictions.append((pod, "requests outside the recommended range"))
+            evictions.append((pod, accepted_why))
             continue
         verdict, why = run.can_resize(pod)
         if verdict == "evict":
@@ -464,7 +466,7 @@ def decide(
         if group is not None:
             group.in_place_initiated += 1
         memory.resize_started[key] = now
-        ordered.append(Decision(key, Action.RESIZE, _why(priority), resources))
+        ordered.append(Decision(key, Action.RESIZE, accepted_why, resources))
     for pod, why in evictions:
         key = pod_key(pod)
         ok, refusal = run.can_evict(pod)
@@ -478,12 +480,6 @@ def decide(
     done = {d.pod for d in ordered}
     ordered.extend(decided[pod_key(p)] for p in live if pod_key(p) not in done)
     return ordered
-
-
-def _why(priority: Priority) -> str:
-    if priority.outside_range:
-        return "requests outside the recommended range"
-    return f"requests {priority.resource_diff:.0%} off the target"
 
 
 def _already_asked(pod: Mapping[str, Any], resources: Sequence[ContainerResources]) -> bool:
