@@ -14,7 +14,7 @@ cores, bytes); a workload is the pod name up to its last ``-``:
 * batch jobs (``etl``, ``train``): runs one after another, each growing its memory from a
   small start to a size that varies from run to run (``etl`` linearly, ``train`` in steps).
 
-``week.csv.gz`` is a week at 5-minute resolution (what the benchmark figures use);
+``week.csv.gz`` is a week at 1-minute resolution (what the benchmark figures use);
 ``day.csv`` is a day at 1-minute resolution with one workload of each kind (for tests).
 """
 
@@ -123,7 +123,7 @@ def batch(
 
 
 def week(rng: np.random.Generator) -> list[tuple[int, str, str, float, int]]:
-    t = np.arange(0, 7 * DAY, 300, dtype=np.int64)
+    t = np.arange(0, 7 * DAY, 60, dtype=np.int64)
     rows: list[tuple[int, str, str, float, int]] = []
     for pod in ("web-0", "web-1"):
         rows += diurnal(rng, pod, t, cpu=(0.10, 0.9), memory=(300 * MIB, 500 * MIB))

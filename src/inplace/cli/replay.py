@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "run"]
 
-KNOWN_POLICIES = ("static-peak", *VARIANTS)
+KNOWN_POLICIES = ("static-peak", *VARIANTS, *(f"{name}+pause" for name in VARIANTS))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,13 +132,14 @@ def _table(results: Sequence[PolicyResult]) -> Table:
     table = Table(title="per policy (slack = (requested - used) / requested)")
     for column in (
         "policy",
-        "memory slack",
+        "mem slack",
         "CPU slack",
-        "CPU above request",
+        "CPU>req",
         "OOM kills",
+        "pauses",
         "resizes",
-        "evictions",
-        "memory GiB-h",
+        "evicted",
+        "mem GiB-h",
         "CPU core-h",
     ):
         table.add_column(column, justify="left" if column == "policy" else "right")
@@ -154,6 +155,7 @@ def _table(results: Sequence[PolicyResult]) -> Table:
             f"{r.cpu_slack:.1%}",
             f"{r.cpu_shortfall:.1%}",
             str(r.ooms),
+            str(r.pauses),
             str(r.resizes),
             str(r.evictions),
             memory_h,

@@ -115,6 +115,10 @@ class AggregateContainerState:
     """The largest recent rise of memory between two readings, in bytes, as of
     ``memory_jump_at`` (see ``memory_jump_margin``)."""
     memory_jump_at: float = 0.0
+    memory_floor: float = 0.0
+    """The bumped size of the latest OOM kill or pressure reading, in bytes, as of
+    ``memory_floor_at`` (see ``memory_event_floor_half_life``)."""
+    memory_floor_at: float = 0.0
 
     def __post_init__(self) -> None:
         options = _options(self.settings)
@@ -151,6 +155,19 @@ class AggregateContainerState:
         if rise > self.jump(now):
             self.memory_jump = rise
             self.memory_jump_at = now
+
+    def floor(self, now: float) -> float:
+        """The memory floor left at ``now`` (0 when ``memory_event_floor_half_life`` is off)."""
+        half_life = self.settings.memory_event_floor_half_life
+        if not self.memory_floor or half_life is None:
+            return 0.0
+        elapsed = max(now - self.memory_floor_at, 0.0)
+        return float(self.memory_floor * 2.0 ** (-elapsed / half_life))
+
+    def raise_floor(self, now: float, bytes_: int) -> None:
+        if self.settings.memory_event_floor_half_life is not None and bytes_ > self.floor(now):
+            self.memory_floor = float(bytes_)
+            self.memory_floor_at = now
 
     def is_empty(self) -> bool:
         """No CPU sample and no memory peak yet (upstream would still recommend its minimums;
@@ -238,6 +255,9 @@ class ContainerState:
     window_end: float | None = None
     last_memory_sample_start: float | None = None
     last_memory_usage: int = 0
+    last_oom: float | None = None
+    oom_streak: int = 0
+    """OOM kills in a row, each within ``oom_escalation_window`` of the one before."""
 
     @property
     def settings(self) -> RecommenderSettings:
@@ -308,11 +328,29 @@ class ContainerState:
         ):
             return False
         used = max(requested_memory, self.memory_peak)
+        escalation = 1
+        window = self.settings.oom_escalation_window
+        if kill and window is not None:
+            recent = self.last_oom is not None and 0 <= time - self.last_oom <= window
+            self.oom_streak = self.oom_streak + 1 if recent else 0
+            self.last_oom = time
+            escalation = 2 ** min(self.oom_streak, 3)
         needed = max(
-            used + amount_from_float(self.settings.oom_min_bump_up),
-            scale_amount(used, self.settings.oom_bump_up_ratio),
+            used + amount_from_float(self.settings.oom_min_bump_up * escalation),
+            scale_amount(used, 1 + (self.settings.oom_bump_up_ratio - 1) * escalation),
         )
         previous = self.last_memory_usage
         if kill and previous and needed > previous and self.settings.memory_jump_margin:
             self.aggregate.record_jump(time, needed - previous)
+        self.aggregate.raise_floor(time, needed)
+        return self.add_memory_sample(time, needed, is_oom=True)
+
+    def record_pressure(self, time: float, usage_bytes: int) -> bool:
+        """Memory above ``memory_pressure_fraction`` of the limit: record the usage bumped by
+        ``memory_pressure_bump`` (or as an OOM when that is None), before any kill."""
+        bump = self.settings.memory_pressure_bump
+        if bump is None:
+            return self.record_oom(time, usage_bytes, kill=False)
+        needed = amount_from_float(usage_bytes * (1 + bump))
+        self.aggregate.raise_floor(time, needed)
         return self.add_memory_sample(time, needed, is_oom=True)

@@ -109,7 +109,10 @@ def estimate(
         _with_margin(amount_from_float(c * 1000.0), settings.safety_margin_fraction) for c in cpu_p
     ]
     jump = amount_from_float(settings.memory_jump_margin * state.jump(now))
-    memory = [_with_margin(amount_from_float(m), settings.memory_margin) + jump for m in mem_p]
+    floor = amount_from_float(state.floor(now))
+    memory = [
+        max(_with_margin(amount_from_float(m), settings.memory_margin) + jump, floor) for m in mem_p
+    ]
 
     conf_cpu = confidence(state, settings.confidence_interval_cpu)
     conf_memory = confidence(state, settings.confidence_interval_memory)

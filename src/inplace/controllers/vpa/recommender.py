@@ -102,11 +102,7 @@ class Recommender:
             and memory_limit_bytes
             and memory_bytes > fraction * memory_limit_bytes
         ):
-            bump = self.settings.memory_pressure_bump
-            if bump is None:
-                container.record_oom(at, memory_bytes, kill=False)
-            else:
-                container.add_memory_sample(at, int(memory_bytes * (1 + bump)), is_oom=True)
+            container.record_pressure(at, memory_bytes)
 
     def record_oom(self, vpa: VpaKey, key: ContainerKey, at: float, memory_request: int) -> bool:
         """An OOM kill (or a pod paused at its memory limit) of a container whose memory

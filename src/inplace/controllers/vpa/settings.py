@@ -115,6 +115,16 @@ class RecommenderSettings:
     in steps keeps room for the next burst or step. This is the per-workload-class margin."""
     memory_jump_half_life: float = DAY
     """How fast a remembered jump fades (it halves every this many seconds)."""
+    oom_escalation_window: float | None = None
+    """Our addition (None: off, as upstream). Each further OOM kill of a container within
+    this many seconds of its previous one doubles the bump (``+100Mi`` becomes ``+200Mi``,
+    ``x1.2`` becomes ``x1.4``, ... up to 8 times): usage that jumped far past the limit is
+    found in a few kills instead of many, since a killed container's real need is unknown."""
+    memory_event_floor_half_life: float | None = None
+    """Our addition (None: off, as upstream). An OOM kill or a pressure reading puts a floor
+    under the memory target and both bounds at the bumped size, so the updater resizes at
+    once however short the memory intervals are; the floor halves every this many seconds.
+    (Upstream needs no floor: with one peak a day, the bumped peak *is* the distribution.)"""
     memory_pressure_bump: float | None = None
     """With ``memory_pressure_fraction``: the sample a pressure reading records is the usage
     times ``1 + memory_pressure_bump`` (None: the OOM bump, ``max(+100Mi, x1.2)``). Small

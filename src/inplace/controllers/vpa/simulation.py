@@ -176,16 +176,24 @@ class Policy:
     name: str
     recommender: RecommenderSettings | None = None
     updater: UpdaterSettings | None = None
+    pause: bool = False
+    """Pods opt into ``inplace.dev/oom-kill-disable``: memory past the limit pauses the
+    container instead of killing it, and the pause is reported to the recommender as an
+    OOM would be (the updater then resizes it, and it continues)."""
 
     @classmethod
     def of(cls, name: str) -> Policy:
+        """``static-peak``, a variant's name, or a variant's name + ``+pause``."""
         if name == "static-peak":
             return cls(name)
-        recommender, updater = variant(name)
-        return cls(name, recommender, updater)
+        base, _, suffix = name.partition("+")
+        if suffix not in ("", "pause"):
+            raise KeyError(f"unknown policy {name!r}")
+        recommender, updater = variant(base)
+        return cls(name, recommender, updater, pause=suffix == "pause")
 
 
-POLICIES: Final = ("static-peak", "upstream", "inplace")
+POLICIES: Final = ("static-peak", "upstream", "inplace", "inplace+pause")
 """The policies ``inplace replay`` compares by default."""
 
 
@@ -217,6 +225,10 @@ class PolicyResult:
     """Byte-seconds requested."""
     memory_used: float = 0.0
     ooms: int = 0
+    """OOM kills (a container restarted)."""
+    pauses: int = 0
+    """Samples at which a container was paused at its memory limit (``+pause`` policies):
+    each lasts until the resize lands (at most one trace step here)."""
     resizes: int = 0
     evictions: int = 0
     deferred: int = 0
@@ -413,8 +425,11 @@ class Simulation:
             used_memory = row.memory
             oom = used_memory > memory_request
             if oom:
-                result.ooms += 1
-                used_memory = memory_request  # killed at its limit
+                if self.policy.pause:
+                    result.pauses += 1
+                else:
+                    result.ooms += 1
+                used_memory = memory_request  # killed, or paused, at its limit
             cpu_used = min(row.cpu_milli, cpu_request)
             result.cpu_requested += cpu_request / 1000.0 * step
             result.cpu_used += cpu_used / 1000.0 * step
