@@ -6,9 +6,11 @@ Two recommender presets are named by :data:`VARIANTS`:
   ``model/aggregations_config.go``, ``updater/config``), with only the loop intervals
   shortened for one host;
 * ``inplace`` — the variant built for restart-free resizing (see docs/architecture.md,
-  "The recommender"): it follows recent usage (short half-lives and memory intervals), asks
-  for a resize as soon as memory nears its limit instead of after the OOM kill, and lets the
-  updater resize a pod of any age, because an in-place resize costs no restart.
+  "The recommender"): memory follows the last hour (5-minute peaks, one-hour half-life,
+  5% margin), a reading above 93% of the limit asks for 8% more before any OOM, an OOM
+  kill or pause puts a floor under the recommendation so the updater acts at once, kills
+  in a row escalate the bump, and the updater resizes a pod of any age, because an
+  in-place resize costs no restart. CPU keeps upstream's settings.
 
 Durations are seconds, memory is bytes, CPU is cores unless a name says millicores.
 """
@@ -186,14 +188,14 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
     "upstream": (RecommenderSettings(), UpdaterSettings()),
     "inplace": (
         RecommenderSettings(
-            cpu_histogram_decay_half_life=2 * HOUR,
-            memory_histogram_decay_half_life=2 * HOUR,
-            memory_aggregation_interval=600.0,
-            memory_aggregation_interval_count=144,
-            memory_safety_margin_fraction=0.1,
-            safety_margin_fraction=0.15,
-            memory_pressure_fraction=0.9,
-            confidence_interval_cpu=2 * HOUR,
+            memory_histogram_decay_half_life=HOUR,
+            memory_aggregation_interval=300.0,
+            memory_aggregation_interval_count=576,
+            memory_safety_margin_fraction=0.05,
+            memory_pressure_fraction=0.93,
+            memory_pressure_bump=0.08,
+            memory_event_floor_half_life=2 * HOUR,
+            oom_escalation_window=600.0,
             confidence_interval_memory=2 * HOUR,
         ),
         UpdaterSettings(pod_lifetime_update_threshold=0.0),
