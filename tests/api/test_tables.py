@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from inplace.api.tables import column_definitions, human_duration, to_table
+from inplace.api.kinds import REGISTRY
+from inplace.api.tables import (
+    DEFAULT_TABLE,
+    TablePrinter,
+    column_definitions,
+    human_duration,
+    to_table,
+)
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 SECOND = 1.0
@@ -21,15 +28,24 @@ def ago(seconds: float) -> str:
     return (NOW - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def printer(kind: str) -> TablePrinter:
+    """The printer the served kind called `kind` names in its strategy; Name and Age for a
+    kind the server does not serve (as for a CRD without printer columns)."""
+    served = [k for k in REGISTRY.kinds if k.kind == kind]
+    return served[0].strategy.table if served else DEFAULT_TABLE
+
+
 def cells(kind: str, obj: dict[str, Any]) -> list[Any]:
-    table = to_table(kind, [obj], now=NOW)
+    table = to_table(printer(kind), [obj], now=NOW)
     row: list[Any] = table["rows"][0]["cells"]
     assert len(row) == len(table["columnDefinitions"])
     return row
 
 
 def by_name(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    return dict(zip((c["name"] for c in column_definitions(kind)), cells(kind, obj), strict=True))
+    return dict(
+        zip((c["name"] for c in column_definitions(printer(kind))), cells(kind, obj), strict=True)
+    )
 
 
 # --- human_duration (upstream duration_test.go) ---------------------------------------------
@@ -148,11 +164,11 @@ def test_human_duration(seconds: float, expected: str) -> None:
             ["Name", "Mode", "CPU", "Mem", "Provided", "Age"],
             ["MinReplicas", "OOMSeconds"],
         ),
-        ("ConfigMap", ["Name", "Age"], []),
+        ("Widget", ["Name", "Age"], []),
     ],
 )
 def test_columns_and_priorities(kind: str, default: list[str], wide: list[str]) -> None:
-    columns = column_definitions(kind)
+    columns = column_definitions(printer(kind))
     assert [c["name"] for c in columns if c["priority"] == 0] == default
     assert [c["name"] for c in columns if c["priority"] == 1] == wide
     for c in columns:
@@ -161,7 +177,7 @@ def test_columns_and_priorities(kind: str, default: list[str], wide: list[str]) 
 
 
 def test_column_order_is_upstreams_including_wide_columns() -> None:
-    names = [c["name"] for c in column_definitions("Event")]
+    names = [c["name"] for c in column_definitions(printer("Event"))]
     assert names == [
         "Last Seen",
         "Type",
@@ -174,7 +190,7 @@ def test_column_order_is_upstreams_including_wide_columns() -> None:
         "Count",
         "Name",
     ]
-    pod = column_definitions("Pod")
+    pod = column_definitions(printer("Pod"))
     assert pod[0] == {
         "name": "Name",
         "type": "string",
@@ -183,19 +199,19 @@ def test_column_order_is_upstreams_including_wide_columns() -> None:
         "priority": 0,
     }
     assert pod[0]["description"].startswith("Name must be unique within a namespace.")
-    types = {c["name"]: c["type"] for c in column_definitions("ReplicaSet")}
+    types = {c["name"]: c["type"] for c in column_definitions(printer("ReplicaSet"))}
     assert types["Desired"] == "integer"
-    assert {c["name"]: c["type"] for c in column_definitions("PriorityClass")}[
+    assert {c["name"]: c["type"] for c in column_definitions(printer("PriorityClass"))}[
         "Global-Default"
     ] == "boolean"
-    assert {c["name"]: c["type"] for c in column_definitions("VerticalPodAutoscaler")}[
+    assert {c["name"]: c["type"] for c in column_definitions(printer("VerticalPodAutoscaler"))}[
         "Age"
     ] == "date"
 
 
 def test_column_definitions_are_fresh_copies() -> None:
-    column_definitions("Pod")[0]["name"] = "mutated"
-    assert column_definitions("Pod")[0]["name"] == "Name"
+    column_definitions(printer("Pod"))[0]["name"] = "mutated"
+    assert column_definitions(printer("Pod"))[0]["name"] == "Name"
 
 
 # --- pods -----------------------------------------------------------------------------------
@@ -682,7 +698,7 @@ def test_finished_pods_carry_a_completed_row_condition() -> None:
     done = pod(status={"phase": "Succeeded"})
     failed = pod(status={"phase": "Failed"})
     live = pod(status={"phase": "Running"})
-    rows = to_table("Pod", [done, failed, live], now=NOW)["rows"]
+    rows = to_table(printer("Pod"), [done, failed, live], now=NOW)["rows"]
     assert rows[0]["conditions"] == [
         {
             "type": "Completed",
@@ -1109,8 +1125,8 @@ def test_vertical_pod_autoscaler() -> None:
 
 def test_unknown_kind_gets_name_and_age() -> None:
     obj = {"metadata": {"name": "cfg", "creationTimestamp": ago(45 * DAY)}}
-    assert cells("ConfigMap", obj) == ["cfg", "45d"]
-    assert [c["name"] for c in column_definitions("Widget")] == ["Name", "Age"]
+    assert cells("Widget", obj) == ["cfg", "45d"]
+    assert [c["name"] for c in column_definitions(printer("Widget"))] == ["Name", "Age"]
 
 
 @pytest.mark.parametrize(
@@ -1127,12 +1143,12 @@ def test_unknown_kind_gets_name_and_age() -> None:
         "PriorityClass",
         "Lease",
         "VerticalPodAutoscaler",
-        "ConfigMap",
+        "Widget",
     ],
 )
 def test_every_printer_survives_an_empty_object(kind: str) -> None:
     row = cells(kind, {})
-    assert len(row) == len(column_definitions(kind))
+    assert len(row) == len(column_definitions(printer(kind)))
 
 
 # --- the Table envelope ---------------------------------------------------------------------
@@ -1142,7 +1158,7 @@ def test_table_envelope_with_partial_object_metadata() -> None:
     a = pod(status={"phase": "Running"}, resourceVersion="7", labels={"app": "web"})
     b = pod(status={"phase": "Pending"}, name="q")
     table = to_table(
-        "Pod",
+        printer("Pod"),
         [a, b],
         now=NOW,
         list_metadata={"resourceVersion": "99", "continue": "", "remainingItemCount": 3},
@@ -1150,7 +1166,7 @@ def test_table_envelope_with_partial_object_metadata() -> None:
     assert table["kind"] == "Table"
     assert table["apiVersion"] == "meta.k8s.io/v1"
     assert table["metadata"] == {"resourceVersion": "99", "remainingItemCount": 3}
-    assert table["columnDefinitions"] == column_definitions("Pod")
+    assert table["columnDefinitions"] == column_definitions(printer("Pod"))
     assert [r["cells"][0] for r in table["rows"]] == ["p", "q"]
     assert table["rows"][0]["object"] == {
         "kind": "PartialObjectMetadata",
@@ -1161,26 +1177,29 @@ def test_table_envelope_with_partial_object_metadata() -> None:
 
 def test_table_include_object_modes() -> None:
     obj = pod(resourceVersion="5")
-    full = to_table("Pod", [obj], now=NOW, include_object="Object")
+    full = to_table(printer("Pod"), [obj], now=NOW, include_object="Object")
     assert full["rows"][0]["object"] == obj
     assert full["metadata"] == {"resourceVersion": "5"}  # a GET reports the object's version
-    none = to_table("Pod", [obj], now=NOW, include_object="None")
+    none = to_table(printer("Pod"), [obj], now=NOW, include_object="None")
     assert none["rows"][0]["object"] is None
     assert none["rows"][0]["cells"] == full["rows"][0]["cells"]
 
 
 def test_empty_list_and_naive_now() -> None:
     table = to_table(
-        "Node", [], now=NOW.replace(tzinfo=None), list_metadata={"resourceVersion": "1"}
+        printer("Node"), [], now=NOW.replace(tzinfo=None), list_metadata={"resourceVersion": "1"}
     )
     assert table["rows"] == []
     assert table["metadata"] == {"resourceVersion": "1"}
     obj = {"metadata": {"name": "n", "creationTimestamp": ago(HOUR)}}
-    assert to_table("Lease", [obj], now=NOW.replace(tzinfo=None))["rows"][0]["cells"][2] == "60m"
+    assert (
+        to_table(printer("Lease"), [obj], now=NOW.replace(tzinfo=None))["rows"][0]["cells"][2]
+        == "60m"
+    )
 
 
 def test_to_table_does_not_mutate_objects() -> None:
     obj = pod(status={"phase": "Succeeded", "containerStatuses": [terminated("Completed")]})
     snapshot = repr(obj)
-    to_table("Pod", [obj], now=NOW, include_object="Object")
+    to_table(printer("Pod"), [obj], now=NOW, include_object="Object")
     assert repr(obj) == snapshot

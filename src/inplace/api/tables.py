@@ -20,7 +20,25 @@ from typing import Any, Final, Literal
 
 from inplace.api.selectors import LabelSelector, SelectorError
 
-__all__ = ["column_definitions", "human_duration", "to_table"]
+__all__ = [
+    "DEFAULT_TABLE",
+    "DEPLOYMENT_TABLE",
+    "EVENT_TABLE",
+    "JOB_TABLE",
+    "LEASE_TABLE",
+    "NAMESPACE_TABLE",
+    "NODE_TABLE",
+    "PDB_TABLE",
+    "POD_TABLE",
+    "PRIORITY_CLASS_TABLE",
+    "REPLICA_SET_TABLE",
+    "VPA_TABLE",
+    "Column",
+    "TablePrinter",
+    "column_definitions",
+    "human_duration",
+    "to_table",
+]
 
 _NS_PER_SECOND: Final = 1_000_000_000
 _NS_PER_MINUTE: Final = 60 * _NS_PER_SECOND
@@ -69,7 +87,9 @@ def human_duration(seconds: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Column:
+class Column:
+    """One Table column (upstream ``TableColumnDefinition``); priority 1 = only with -o wide."""
+
     name: str
     type: str
     description: str
@@ -84,6 +104,20 @@ class _Column:
             "description": self.description,
             "priority": self.priority,
         }
+
+
+#: One object's cells, and the row's conditions (pods: Completed/Failed rows are greyed out).
+_Row = tuple[list[Any], list[dict[str, Any]] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class TablePrinter:
+    """How one kind prints as a Table (upstream's TableConvertor for a resource): its columns
+    and the function that computes one object's cells. A kind names its printer in its
+    strategy (`inplace.api.kinds`); a printer's cells must line up with its columns."""
+
+    columns: tuple[Column, ...]
+    row: Callable[[Mapping[str, Any], datetime], _Row]
 
 
 # Descriptions are upstream's (SwaggerDoc of the field each column shows).
@@ -101,18 +135,18 @@ _AGE_DOC: Final = (
     "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
 )
-_NAME: Final = _Column("Name", "string", _NAME_DOC, format="name")
-_AGE: Final = _Column("Age", "string", _AGE_DOC)
-_CONTAINERS: Final = _Column(
+_NAME: Final = Column("Name", "string", _NAME_DOC, format="name")
+_AGE: Final = Column("Age", "string", _AGE_DOC)
+_CONTAINERS: Final = Column(
     "Containers", "string", "Names of each container in the template.", priority=1
 )
-_IMAGES: Final = _Column(
+_IMAGES: Final = Column(
     "Images", "string", "Images referenced by each container in the template.", priority=1
 )
 
 
-def _selector_column(description: str) -> _Column:
-    return _Column("Selector", "string", description, priority=1)
+def _selector_column(description: str) -> Column:
+    return Column("Selector", "string", description, priority=1)
 
 
 _NODE_ADDRESSES_DOC: Final = (
@@ -124,262 +158,276 @@ _WORKLOAD_SELECTOR_DOC: Final = (
     "ones affected by this deployment."
 )
 
-_COLUMNS: Final[dict[str, tuple[_Column, ...]]] = {
-    "Pod": (
-        _NAME,
-        _Column(
-            "Ready", "string", "The aggregate readiness state of this pod for accepting traffic."
-        ),
-        _Column("Status", "string", "The aggregate status of the containers in this pod."),
-        _Column(
-            "Restarts",
-            "string",
-            "The number of times the containers in this pod have been restarted and when the "
-            "last container in this pod has restarted.",
-        ),
-        _AGE,
-        _Column(
-            "IP",
-            "string",
-            "podIP address allocated to the pod. Routable at least within the cluster. Empty if "
-            "not yet allocated.",
-            priority=1,
-        ),
-        _Column(
-            "Node",
-            "string",
-            "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
-            "candidate for scheduling by the scheduler defined in schedulerName. Once this field "
-            "is set, the kubelet for this node becomes responsible for the lifecycle of this pod. "
-            "This field should not be used to express a desire for the pod to be scheduled on a "
-            "specific node. "
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
-            priority=1,
-        ),
-        _Column(
-            "Nominated Node",
-            "string",
-            "nominatedNodeName is set only when this pod preempts other pods on the node, but it "
-            "cannot be scheduled right away as preemption victims receive their graceful "
-            "termination periods. This field does not guarantee that the pod will be scheduled "
-            "on this node. Scheduler may decide to place the pod elsewhere if other nodes become "
-            "available sooner. Scheduler may also decide to give the resources on this node to a "
-            "higher priority pod that is created after preemption. As a result, this field may "
-            "be different than PodSpec.nodeName when the pod is scheduled.",
-            priority=1,
-        ),
-        _Column(
-            "Readiness Gates",
-            "string",
-            "If specified, all readiness gates will be evaluated for pod readiness. A pod is "
-            "ready when all its containers are ready AND all conditions specified in the "
-            'readiness gates have status equal to "True" More info: '
-            "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-            priority=1,
-        ),
+_POD_COLUMNS: Final = (
+    _NAME,
+    Column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+    Column("Status", "string", "The aggregate status of the containers in this pod."),
+    Column(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been restarted and when the "
+        "last container in this pod has restarted.",
     ),
-    "Node": (
-        _NAME,
-        _Column("Status", "string", "The status of the node"),
-        _Column("Roles", "string", "The roles of the node"),
-        _AGE,
-        _Column("Version", "string", "Kubelet Version reported by the node."),
-        _Column("Internal-IP", "string", _NODE_ADDRESSES_DOC, priority=1),
-        _Column("External-IP", "string", _NODE_ADDRESSES_DOC, priority=1),
-        _Column(
-            "OS-Image",
-            "string",
-            "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 "
-            "(wheezy)).",
-            priority=1,
-        ),
-        _Column(
-            "Kernel-Version",
-            "string",
-            "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
-            priority=1,
-        ),
-        _Column(
-            "Container-Runtime",
-            "string",
-            "ContainerRuntime Version reported by the node through runtime remote API (e.g. "
-            "containerd://1.4.2).",
-            priority=1,
-        ),
+    _AGE,
+    Column(
+        "IP",
+        "string",
+        "podIP address allocated to the pod. Routable at least within the cluster. Empty if "
+        "not yet allocated.",
+        priority=1,
     ),
-    "Namespace": (_NAME, _Column("Status", "string", "The status of the namespace"), _AGE),
-    "Event": (
-        _Column(
-            "Last Seen",
-            "string",
-            "The time at which the most recent occurrence of this event was recorded.",
-        ),
-        _Column(
-            "Type",
-            "string",
-            "Type of this event (Normal, Warning), new types could be added in the future",
-        ),
-        _Column(
-            "Reason",
-            "string",
-            "This should be a short, machine understandable string that gives the reason for "
-            "the transition into the object's current status.",
-        ),
-        _Column("Object", "string", "The object that this event is about."),
-        _Column(
-            "Subobject",
-            "string",
-            "If referring to a piece of an object instead of an entire object, this string "
-            "should contain a valid JSON/Go field access statement, such as "
-            "desiredState.manifest.containers[2].",
-            priority=1,
-        ),
-        _Column(
-            "Source",
-            "string",
-            "The component reporting this event. Should be a short machine understandable string.",
-            priority=1,
-        ),
-        _Column(
-            "Message", "string", "A human-readable description of the status of this operation."
-        ),
-        _Column(
-            "First Seen",
-            "string",
-            "The time at which the event was first recorded. (Time of server receipt is in "
-            "TypeMeta.)",
-            priority=1,
-        ),
-        _Column("Count", "string", "The number of times this event has occurred.", priority=1),
-        _Column("Name", "string", _NAME_DOC, priority=1, format="name"),
+    Column(
+        "Node",
+        "string",
+        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
+        "candidate for scheduling by the scheduler defined in schedulerName. Once this field "
+        "is set, the kubelet for this node becomes responsible for the lifecycle of this pod. "
+        "This field should not be used to express a desire for the pod to be scheduled on a "
+        "specific node. "
+        "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
+        priority=1,
     ),
-    "Deployment": (
-        _NAME,
-        _Column("Ready", "string", "Number of the pod with ready state"),
-        _Column(
-            "Up-to-date",
-            "string",
-            "Total number of non-terminated pods targeted by this deployment that have the "
-            "desired template spec.",
-        ),
-        _Column(
-            "Available",
-            "string",
-            "Total number of available pods (ready for at least minReadySeconds) targeted by "
-            "this deployment.",
-        ),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _selector_column(_WORKLOAD_SELECTOR_DOC),
+    Column(
+        "Nominated Node",
+        "string",
+        "nominatedNodeName is set only when this pod preempts other pods on the node, but it "
+        "cannot be scheduled right away as preemption victims receive their graceful "
+        "termination periods. This field does not guarantee that the pod will be scheduled "
+        "on this node. Scheduler may decide to place the pod elsewhere if other nodes become "
+        "available sooner. Scheduler may also decide to give the resources on this node to a "
+        "higher priority pod that is created after preemption. As a result, this field may "
+        "be different than PodSpec.nodeName when the pod is scheduled.",
+        priority=1,
     ),
-    "ReplicaSet": (
-        _NAME,
-        _Column(
-            "Desired",
-            "integer",
-            "Replicas is the number of desired replicas. This is a pointer to distinguish "
-            "between explicit zero and unspecified. Defaults to 1. More info: "
-            "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
-            "/#what-is-a-replicationcontroller",
-        ),
-        _Column(
-            "Current",
-            "integer",
-            "Replicas is the most recently oberved number of replicas. More info: "
-            "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
-            "/#what-is-a-replicationcontroller",
-        ),
-        _Column(
-            "Ready",
-            "integer",
-            "The number of ready replicas for this replica set.",
-        ),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _selector_column(
-            "Selector is a label query over pods that should match the replica count. If the "
-            "selector is empty, it is defaulted to the labels present on the pod template."
-        ),
+    Column(
+        "Readiness Gates",
+        "string",
+        "If specified, all readiness gates will be evaluated for pod readiness. A pod is "
+        "ready when all its containers are ready AND all conditions specified in the "
+        'readiness gates have status equal to "True" More info: '
+        "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+        priority=1,
     ),
-    "Job": (
-        _NAME,
-        _Column("Status", "string", "Status of the job."),
-        _Column(
-            "Completions",
-            "string",
-            "The number of pods which reached phase Succeeded. The value increases "
-            "monotonically for a given spec. However, it may decrease in reaction to scale down "
-            "of elastic indexed jobs.",
-        ),
-        _Column("Duration", "string", "Time required to complete the job."),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _selector_column(
-            "A label query over pods that should match the pod count. Normally, the system sets "
-            "this field for you."
-        ),
-    ),
-    "PodDisruptionBudget": (
-        _NAME,
-        _Column("Min Available", "string", "The minimum number of pods that must be available."),
-        _Column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
-        _Column(
-            "Allowed Disruptions",
-            "integer",
-            "Calculated number of pods that may be disrupted at this time.",
-        ),
-        _AGE,
-    ),
-    "PriorityClass": (
-        _NAME,
-        _Column(
-            "Value",
-            "integer",
-            "value represents the integer value of this priority class. This is the actual "
-            "priority that pods receive when they have the name of this class in their pod spec.",
-        ),
-        _Column(
-            "Global-Default",
-            "boolean",
-            "globalDefault specifies whether this PriorityClass should be considered as the "
-            "default priority for pods that do not have any priority class. Only one "
-            "PriorityClass can be marked as `globalDefault`. However, if more than one "
-            "PriorityClasses exists with their `globalDefault` field set to true, the smallest "
-            "value of such global default PriorityClasses will be used as the default priority.",
-        ),
-        _AGE,
-        _Column(
-            "PreemptionPolicy",
-            "string",
-            "preemptionPolicy is the Policy for preempting pods with lower priority. One of "
-            "Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
-        ),
-    ),
-    "Lease": (
-        _NAME,
-        _Column(
-            "Holder",
-            "string",
-            "holderIdentity contains the identity of the holder of a current lease. If "
-            "Coordinated Leader Election is used, the holder identity must be equal to the "
-            "elected LeaseCandidate.metadata.name field.",
-        ),
-        _AGE,
-    ),
-}
+)
 
 
-def _crd_column(name: str, type_: str, json_path: str, *, priority: int = 0) -> _Column:
+_NODE_COLUMNS: Final = (
+    _NAME,
+    Column("Status", "string", "The status of the node"),
+    Column("Roles", "string", "The roles of the node"),
+    _AGE,
+    Column("Version", "string", "Kubelet Version reported by the node."),
+    Column("Internal-IP", "string", _NODE_ADDRESSES_DOC, priority=1),
+    Column("External-IP", "string", _NODE_ADDRESSES_DOC, priority=1),
+    Column(
+        "OS-Image",
+        "string",
+        "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+        priority=1,
+    ),
+    Column(
+        "Kernel-Version",
+        "string",
+        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+        priority=1,
+    ),
+    Column(
+        "Container-Runtime",
+        "string",
+        "ContainerRuntime Version reported by the node through runtime remote API (e.g. "
+        "containerd://1.4.2).",
+        priority=1,
+    ),
+)
+
+
+_NAMESPACE_COLUMNS: Final = (
+    _NAME,
+    Column("Status", "string", "The status of the namespace"),
+    _AGE,
+)
+
+
+_EVENT_COLUMNS: Final = (
+    Column(
+        "Last Seen",
+        "string",
+        "The time at which the most recent occurrence of this event was recorded.",
+    ),
+    Column(
+        "Type",
+        "string",
+        "Type of this event (Normal, Warning), new types could be added in the future",
+    ),
+    Column(
+        "Reason",
+        "string",
+        "This should be a short, machine understandable string that gives the reason for "
+        "the transition into the object's current status.",
+    ),
+    Column("Object", "string", "The object that this event is about."),
+    Column(
+        "Subobject",
+        "string",
+        "If referring to a piece of an object instead of an entire object, this string "
+        "should contain a valid JSON/Go field access statement, such as "
+        "desiredState.manifest.containers[2].",
+        priority=1,
+    ),
+    Column(
+        "Source",
+        "string",
+        "The component reporting this event. Should be a short machine understandable string.",
+        priority=1,
+    ),
+    Column("Message", "string", "A human-readable description of the status of this operation."),
+    Column(
+        "First Seen",
+        "string",
+        "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+        priority=1,
+    ),
+    Column("Count", "string", "The number of times this event has occurred.", priority=1),
+    Column("Name", "string", _NAME_DOC, priority=1, format="name"),
+)
+
+
+_DEPLOYMENT_COLUMNS: Final = (
+    _NAME,
+    Column("Ready", "string", "Number of the pod with ready state"),
+    Column(
+        "Up-to-date",
+        "string",
+        "Total number of non-terminated pods targeted by this deployment that have the "
+        "desired template spec.",
+    ),
+    Column(
+        "Available",
+        "string",
+        "Total number of available pods (ready for at least minReadySeconds) targeted by "
+        "this deployment.",
+    ),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _selector_column(_WORKLOAD_SELECTOR_DOC),
+)
+
+
+_REPLICA_SET_COLUMNS: Final = (
+    _NAME,
+    Column(
+        "Desired",
+        "integer",
+        "Replicas is the number of desired replicas. This is a pointer to distinguish "
+        "between explicit zero and unspecified. Defaults to 1. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
+        "/#what-is-a-replicationcontroller",
+    ),
+    Column(
+        "Current",
+        "integer",
+        "Replicas is the most recently oberved number of replicas. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
+        "/#what-is-a-replicationcontroller",
+    ),
+    Column(
+        "Ready",
+        "integer",
+        "The number of ready replicas for this replica set.",
+    ),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _selector_column(
+        "Selector is a label query over pods that should match the replica count. If the "
+        "selector is empty, it is defaulted to the labels present on the pod template."
+    ),
+)
+
+
+_JOB_COLUMNS: Final = (
+    _NAME,
+    Column("Status", "string", "Status of the job."),
+    Column(
+        "Completions",
+        "string",
+        "The number of pods which reached phase Succeeded. The value increases "
+        "monotonically for a given spec. However, it may decrease in reaction to scale down "
+        "of elastic indexed jobs.",
+    ),
+    Column("Duration", "string", "Time required to complete the job."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _selector_column(
+        "A label query over pods that should match the pod count. Normally, the system sets "
+        "this field for you."
+    ),
+)
+
+
+_PDB_COLUMNS: Final = (
+    _NAME,
+    Column("Min Available", "string", "The minimum number of pods that must be available."),
+    Column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+    Column(
+        "Allowed Disruptions",
+        "integer",
+        "Calculated number of pods that may be disrupted at this time.",
+    ),
+    _AGE,
+)
+
+
+_PRIORITY_CLASS_COLUMNS: Final = (
+    _NAME,
+    Column(
+        "Value",
+        "integer",
+        "value represents the integer value of this priority class. This is the actual "
+        "priority that pods receive when they have the name of this class in their pod spec.",
+    ),
+    Column(
+        "Global-Default",
+        "boolean",
+        "globalDefault specifies whether this PriorityClass should be considered as the "
+        "default priority for pods that do not have any priority class. Only one "
+        "PriorityClass can be marked as `globalDefault`. However, if more than one "
+        "PriorityClasses exists with their `globalDefault` field set to true, the smallest "
+        "value of such global default PriorityClasses will be used as the default priority.",
+    ),
+    _AGE,
+    Column(
+        "PreemptionPolicy",
+        "string",
+        "preemptionPolicy is the Policy for preempting pods with lower priority. One of "
+        "Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
+    ),
+)
+
+
+_LEASE_COLUMNS: Final = (
+    _NAME,
+    Column(
+        "Holder",
+        "string",
+        "holderIdentity contains the identity of the holder of a current lease. If "
+        "Coordinated Leader Election is used, the holder identity must be equal to the "
+        "elected LeaseCandidate.metadata.name field.",
+    ),
+    _AGE,
+)
+
+
+def _crd_column(name: str, type_: str, json_path: str, *, priority: int = 0) -> Column:
     """A CRD printer column as the apiextensions server describes it when it has no text."""
     doc = f"Custom resource definition column (in JSONPath format): {json_path}"
-    return _Column(name, type_, doc, priority=priority)
+    return Column(name, type_, doc, priority=priority)
 
 
 # The VPA CRD's additionalPrinterColumns (kubernetes/autoscaler vpa-v1-crd-gen.yaml).
-_COLUMNS["VerticalPodAutoscaler"] = (
+_VPA_COLUMNS: Final = (
     _NAME,
     _crd_column("Mode", "string", ".spec.updatePolicy.updateMode"),
     _crd_column("CPU", "string", ".status.recommendation.containerRecommendations[0].target.cpu"),
@@ -389,18 +437,18 @@ _COLUMNS["VerticalPodAutoscaler"] = (
     _crd_column(
         "Provided", "string", ".status.conditions[?(@.type=='RecommendationProvided')].status"
     ),
-    _Column("Age", "date", _AGE_DOC),
+    Column("Age", "date", _AGE_DOC),
     _crd_column("MinReplicas", "integer", ".spec.updatePolicy.minReplicas", priority=1),
     _crd_column("OOMSeconds", "integer", ".spec.updatePolicy.evictAfterOOMSeconds", priority=1),
 )
 
 # What a CRD without printer columns gets.
-_DEFAULT_COLUMNS: Final = (_NAME, _Column("Age", "date", _AGE_DOC))
+_DEFAULT_COLUMNS: Final = (_NAME, Column("Age", "date", _AGE_DOC))
 
 
-def column_definitions(kind: str) -> list[dict[str, Any]]:
-    """The Table columns for `kind` ("Pod", "Node", ...), priority 1 = only with `-o wide`."""
-    return [c.as_dict() for c in _COLUMNS.get(kind, _DEFAULT_COLUMNS)]
+def column_definitions(printer: TablePrinter) -> list[dict[str, Any]]:
+    """A printer's Table columns, as fresh dicts; priority 1 = only with `-o wide`."""
+    return [c.as_dict() for c in printer.columns]
 
 
 # --- helpers over raw JSON -----------------------------------------------------------------
@@ -491,8 +539,6 @@ def _condition_true(conditions: list[Mapping[str, Any]], type_: str) -> bool:
 
 
 # --- printers ------------------------------------------------------------------------------
-
-_Row = tuple[list[Any], list[dict[str, Any]] | None]
 
 
 def _later(current: datetime | None, candidate: datetime | None) -> datetime | None:
@@ -840,19 +886,20 @@ def _print_default(obj: Mapping[str, Any], now: datetime) -> _Row:
     return [_name(obj), _age(obj, now)], None
 
 
-_PRINTERS: Final[dict[str, Callable[[Mapping[str, Any], datetime], _Row]]] = {
-    "Pod": _print_pod,
-    "Node": _print_node,
-    "Namespace": _print_namespace,
-    "Event": _print_event,
-    "Deployment": _print_deployment,
-    "ReplicaSet": _print_replica_set,
-    "Job": _print_job,
-    "PodDisruptionBudget": _print_pdb,
-    "PriorityClass": _print_priority_class,
-    "Lease": _print_lease,
-    "VerticalPodAutoscaler": _print_vpa,
-}
+POD_TABLE: Final = TablePrinter(_POD_COLUMNS, _print_pod)
+NODE_TABLE: Final = TablePrinter(_NODE_COLUMNS, _print_node)
+NAMESPACE_TABLE: Final = TablePrinter(_NAMESPACE_COLUMNS, _print_namespace)
+EVENT_TABLE: Final = TablePrinter(_EVENT_COLUMNS, _print_event)
+DEPLOYMENT_TABLE: Final = TablePrinter(_DEPLOYMENT_COLUMNS, _print_deployment)
+REPLICA_SET_TABLE: Final = TablePrinter(_REPLICA_SET_COLUMNS, _print_replica_set)
+JOB_TABLE: Final = TablePrinter(_JOB_COLUMNS, _print_job)
+PDB_TABLE: Final = TablePrinter(_PDB_COLUMNS, _print_pdb)
+PRIORITY_CLASS_TABLE: Final = TablePrinter(_PRIORITY_CLASS_COLUMNS, _print_priority_class)
+LEASE_TABLE: Final = TablePrinter(_LEASE_COLUMNS, _print_lease)
+VPA_TABLE: Final = TablePrinter(_VPA_COLUMNS, _print_vpa)
+#: Name and Age: what a kind without a printer of its own gets (as a CRD without printer
+#: columns does upstream).
+DEFAULT_TABLE: Final = TablePrinter(_DEFAULT_COLUMNS, _print_default)
 
 
 def _row_object(obj: Mapping[str, Any], include_object: str) -> Any:
@@ -868,14 +915,15 @@ def _row_object(obj: Mapping[str, Any], include_object: str) -> Any:
 
 
 def to_table(
-    kind: str,
+    printer: TablePrinter,
     objects: Sequence[Mapping[str, Any]],
     *,
     now: datetime,
     include_object: Literal["None", "Metadata", "Object"] = "Metadata",
     list_metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A `meta.k8s.io/v1 Table` of `objects` (all of `kind`), as kube-apiserver answers it.
+    """A `meta.k8s.io/v1 Table` of `objects` (all of the kind `printer` prints), as
+    kube-apiserver answers it.
 
     `include_object` is the request's `includeObject`: "Metadata" (kubectl's default) puts a
     PartialObjectMetadata in each row, "Object" the object itself, "None" nothing.
@@ -883,10 +931,9 @@ def to_table(
     without it, a single object's resourceVersion is used, as for a GET.
     """
     now = _aware(now)
-    printer = _PRINTERS.get(kind, _print_default)
     rows: list[dict[str, Any]] = []
     for obj in objects:
-        cells, conditions = printer(obj, now)
+        cells, conditions = printer.row(obj, now)
         row: dict[str, Any] = {"cells": cells}
         if conditions:
             row["conditions"] = conditions
@@ -905,6 +952,6 @@ def to_table(
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": column_definitions(kind),
+        "columnDefinitions": column_definitions(printer),
         "rows": rows,
     }
