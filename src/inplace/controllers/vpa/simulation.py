@@ -410,7 +410,7 @@ class Simulation:
             pod.node = None
         if self.recommender is not None:
             self.recommender.forget_pod(pod.uid)
-        self.memory.infeasible.pop(pod.uid, None)
+        self.memory.forget(f"{NAMESPACE}/{pod.name}", pod.uid)
 
     # -- usage --------------------------------------------------------------------------------
 

@@ -93,6 +93,13 @@ class UpdaterMemory:
     infeasible: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Pod uid → per-container targets of a resize found infeasible (``InPlace`` mode)."""
 
+    def forget(self, pod: str, uid: str = "") -> None:
+        """A pod is gone (``namespace/name``, uid): drop what is remembered about it. One
+        memory serves every VPA; entries of live pods clear themselves when no resize is
+        in flight."""
+        self.resize_started.pop(pod, None)
+        self.infeasible.pop(uid, None)
+
 
 @dataclass(frozen=True)
 class Priority:
@@ -405,9 +412,6 @@ def decide(
     """
     memory = memory if memory is not None else UpdaterMemory()
     live = _live(pods)
-    keys = {pod_key(p) for p in live}
-    for stale in [k for k in memory.resize_started if k not in keys]:
-        del memory.resize_started[stale]
     mode = update_mode(vpa)
     if mode in (OFF, INITIAL):
         return [Decision(pod_key(p), Action.NONE, f"updateMode {mode}") for p in live]
