@@ -49,6 +49,7 @@ __all__ = [
     "PODS",
     "PRIORITYCLASSES",
     "REPLICASETS",
+    "VERTICALPODAUTOSCALERCHECKPOINTS",
     "VERTICALPODAUTOSCALERS",
     "Client",
     "PatchType",
@@ -136,6 +137,13 @@ PODDISRUPTIONBUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "P
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"
+)
+VERTICALPODAUTOSCALERCHECKPOINTS = Resource(
+    "autoscaling.k8s.io",
+    "v1",
+    "verticalpodautoscalercheckpoints",
+    True,
+    "VerticalPodAutoscalerCheckpoint",
 )
 PODMETRICS = Resource("metrics.k8s.io", "v1beta1", "pods", True, "PodMetrics")
 NODEMETRICS = Resource("metrics.k8s.io", "v1beta1", "nodes", False, "NodeMetrics")
