@@ -6,11 +6,11 @@ Two recommender presets are named by :data:`VARIANTS`:
   ``model/aggregations_config.go``, ``updater/config``), with only the loop intervals
   shortened for one host;
 * ``inplace`` — the variant built for restart-free resizing (see docs/architecture.md,
-  "The recommender"): memory follows the last hour (5-minute peaks, one-hour half-life,
+  "The recommender"): memory follows the last hour (5-minute peaks, 30-minute half-life,
   5% margin), a reading above 93% of the limit asks for 8% more before any OOM, an OOM
   kill or pause puts a floor under the recommendation so the updater acts at once, kills
-  in a row escalate the bump, and the updater resizes a pod of any age, because an
-  in-place resize costs no restart. CPU keeps upstream's settings.
+  in a row escalate the bump, and the updater resizes a pod of any age 5% off its target,
+  because an in-place resize costs no restart. CPU keeps upstream's settings.
 
 Durations are seconds, memory is bytes, CPU is cores unless a name says millicores.
 """
@@ -188,7 +188,7 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
     "upstream": (RecommenderSettings(), UpdaterSettings()),
     "inplace": (
         RecommenderSettings(
-            memory_histogram_decay_half_life=HOUR,
+            memory_histogram_decay_half_life=HOUR / 2,
             memory_aggregation_interval=300.0,
             memory_aggregation_interval_count=576,
             memory_safety_margin_fraction=0.05,
@@ -198,7 +198,7 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
             oom_escalation_window=600.0,
             confidence_interval_memory=2 * HOUR,
         ),
-        UpdaterSettings(pod_lifetime_update_threshold=0.0),
+        UpdaterSettings(pod_lifetime_update_threshold=0.0, update_threshold=0.05),
     ),
 }
 """The named presets ``inplace replay --policy`` and the controller manager accept."""
