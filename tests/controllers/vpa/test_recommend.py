@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from inplace.controllers.vpa.model import AggregateContainerState, ContainerState
 from inplace.controllers.vpa.recommend import confidence, estimate, recommend
 from inplace.controllers.vpa.recommender import ContainerKey, Recommender
-from inplace.controllers.vpa.settings import DAY, MIB, RecommenderSettings
+from inplace.controllers.vpa.settings import DAY, MIB, RecommenderSettings, variant
 
 T0 = 1767571200.0  # 2026-01-05T00:00:00Z
 UPSTREAM = RecommenderSettings()
@@ -355,3 +355,26 @@ def test_more_usage_never_lowers_the_recommendation(
     base, scaled = target(1), target(factor)
     assert scaled["cpu"] >= base["cpu"]
     assert scaled["memory"] >= base["memory"]
+
+
+@pytest.mark.parametrize("variant_name", ["upstream", "inplace"])
+def test_first_recommendation_within_30s_of_the_first_reading(variant_name: str) -> None:
+    # The node agents sample every 5 s; the recommender runs every recommender_interval.
+    settings_, _ = variant(variant_name)
+    clock = Clock(T0 + 2.5)  # the pod starts reporting between two passes
+    rec = Recommender(settings_, clock)
+    key = ("default", "web")
+    first_reading = None
+    next_pass = T0 + settings_.recommender_interval
+    for step in range(60):
+        clock.t = T0 + 2.5 + 5 * step
+        rec.add_sample(
+            key, ContainerKey("uid", "main"), clock.t, cpu_millicores=120, memory_bytes=80 * MIB
+        )
+        first_reading = first_reading or clock.t
+        if clock.t >= next_pass:
+            next_pass += settings_.recommender_interval
+            if rec.recommendation(key, vpa()) is not None:
+                break
+    assert first_reading is not None
+    assert clock.t - first_reading <= 30.0
