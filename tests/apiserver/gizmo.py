@@ -4,7 +4,8 @@
 `inplace.api.kinds`: one `Kind(...)` entry naming its strategy, whose rules are plain
 functions. Nothing in `src/` knows it, so whatever the tests see it do (defaults, admission,
 validation messages, what its status and `tune` subresources may write, generation, graceful
-deletion, its Table) comes from the strategy alone. Its schema is ReplicationController's.
+deletion, its Table and field selectors) comes from the strategy alone. Its schema is
+ReplicationController's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from inplace.api.kinds import REGISTRY, Kind, Registry
+from inplace.api.selectors import SelectableFields
 from inplace.api.strategy import (
     ObjectReader,
     Rejected,
@@ -110,6 +112,8 @@ GIZMO_TABLE = TablePrinter(
     gizmo_row,
 )
 
+GIZMO_FIELDS = SelectableFields({"spec.replicas": lambda o: str(lookup(o, "spec", "replicas"))})
+
 GIZMO = Kind(
     GROUP,
     "v1",
@@ -127,6 +131,7 @@ GIZMO = Kind(
         validate_status_update=validate_gizmo_status_update,
         subresources={"tune": SubresourceUpdate(take_replicas_only, validate_gizmo_tune)},
         table=GIZMO_TABLE,
+        selectable_fields=GIZMO_FIELDS,
         grace_period=gizmo_grace_period,
     ),
 )

@@ -460,6 +460,12 @@ async def test_a_kind_is_served_from_its_registry_entry_alone(tmp_path: Path) ->
                 {"replicas": 4},
                 None,
             )
+            status, listed = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.replicas%3D4")
+            assert (status, [g["metadata"]["name"] for g in listed["items"]]) == (200, ["g"])
+            status, listed = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.replicas%3D5")
+            assert (status, listed["items"]) == (200, [])
+            status, error = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.paused%3Dtrue")
+            assert (status, error["message"]) == (400, "field label not supported: spec.paused")
             status, error = await api.call(
                 "PUT", f"{GIZMOS}/g/status", tuned | {"status": {"readyReplicas": 9}}
             )

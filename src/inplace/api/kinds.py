@@ -1,11 +1,12 @@
 """The registry of every kind the API server serves: the one place a kind is defined.
 
-One table drives routing, discovery, OpenAPI, storage keys, REST and the table printers. Each
-entry says where a kind lives in the API (names, plurals, short names and subresources are
-upstream's) and names its :class:`~inplace.api.strategy.Strategy`: defaulting, validation,
-admission, the Table printer, generation and graceful deletion. Adding a kind is one entry
-here plus its rules in the modules they belong to (``validation/``, ``defaults.py``,
-``tables.py``); see "The object model" in docs/architecture.md.
+One table drives routing, discovery, OpenAPI, storage keys, REST, field selectors and the
+table printers. Each entry says where a kind lives in the API (names, plurals, short names and
+subresources are upstream's) and names its :class:`~inplace.api.strategy.Strategy`:
+defaulting, validation, admission, the Table printer, field selectors, generation and
+graceful deletion. Adding a kind is one entry here plus its rules in the modules they belong
+to (``validation/``, ``defaults.py``, ``tables/``, ``selectors.py``); see "Adding a kind" in
+docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from inplace.api import defaults, lifecycle, tables
+from inplace.api import defaults, lifecycle, selectors, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
 from inplace.api.validation import autoscaling, cluster, pods, resize, workloads
 
@@ -85,6 +86,7 @@ _POD = Strategy(
     validate_status_update=pods.validate_pod_status_update,
     subresources={"resize": SubresourceUpdate(reset_status, resize.validate_pod_resize)},
     table=tables.POD_TABLE,
+    selectable_fields=selectors.POD_FIELDS,
     grace_period=lifecycle.pod_grace_period,
 )
 
@@ -103,6 +105,7 @@ KINDS: tuple[Kind, ...] = (
             validate=cluster.validate_namespace,
             validate_status_update=cluster.validate_namespace_status_update,
             table=tables.NAMESPACE_TABLE,
+            selectable_fields=selectors.NAMESPACE_FIELDS,
         ),
     ),
     Kind(
@@ -119,6 +122,7 @@ KINDS: tuple[Kind, ...] = (
             validate=cluster.validate_node,
             validate_status_update=cluster.validate_node_status_update,
             table=tables.NODE_TABLE,
+            selectable_fields=selectors.NODE_FIELDS,
         ),
     ),
     Kind(
@@ -142,7 +146,10 @@ KINDS: tuple[Kind, ...] = (
         ("ev",),
         model="CoreV1Event",
         strategy=Strategy(
-            validate=cluster.validate_event, table=tables.EVENT_TABLE, bumps_generation=False
+            validate=cluster.validate_event,
+            table=tables.EVENT_TABLE,
+            selectable_fields=selectors.EVENT_FIELDS,
+            bumps_generation=False,
         ),
     ),
     Kind(
@@ -179,6 +186,7 @@ KINDS: tuple[Kind, ...] = (
             validate_update=workloads.validate_replica_set_update,
             validate_status_update=workloads.validate_deployment_status_update,
             table=tables.REPLICA_SET_TABLE,
+            selectable_fields=selectors.REPLICA_SET_FIELDS,
         ),
     ),
     Kind(
@@ -197,6 +205,7 @@ KINDS: tuple[Kind, ...] = (
             validate_update=workloads.validate_job_update,
             validate_status_update=workloads.validate_job_status_update,
             table=tables.JOB_TABLE,
+            selectable_fields=selectors.JOB_FIELDS,
         ),
     ),
     Kind(

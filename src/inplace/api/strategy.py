@@ -6,8 +6,8 @@ spec change bumps ``metadata.generation``, ``CheckGracefulDelete``, a table conv
 strategy per subresource (``status``, ``resize``) whose "reset fields" say what the stored
 object keeps whatever the request body says. Here a :class:`Strategy` carries the same
 decisions as plain functions, each kind in :mod:`inplace.api.kinds` names one, and the API
-server, validation, defaulting and the table printers follow it instead of branching on a
-kind's name.
+server, validation, defaulting, field selectors and the table printers follow it instead of
+branching on a kind's name.
 
 What every kind gets without saying so (so it is not a field here):
 
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from inplace.api.selectors import METADATA_FIELDS, SelectableFields
 from inplace.api.tables import DEFAULT_TABLE, TablePrinter
 from inplace.api.validation.errors import FieldError
 from inplace.api.validation.meta import validate_status_metadata
@@ -135,6 +136,8 @@ class Strategy:
     subresources: Mapping[str, SubresourceUpdate] = field(default_factory=dict)
     #: How the kind prints as a Table (``kubectl get``).
     table: TablePrinter = DEFAULT_TABLE
+    #: The field labels a ``fieldSelector`` may name (upstream ``GetAttrs``).
+    selectable_fields: SelectableFields = METADATA_FIELDS
     #: Whether a change of ``spec`` bumps ``metadata.generation`` (False for kinds without a
     #: spec: events, priority classes).
     bumps_generation: bool = True

@@ -591,7 +591,7 @@ class APIServer:
                 LabelSelector.parse(query["labelSelector"]) if query.get("labelSelector") else None
             )
             fields = (
-                FieldSelector.parse(query["fieldSelector"], kind=kind.kind)
+                FieldSelector.parse(query["fieldSelector"], fields=kind.strategy.selectable_fields)
                 if query.get("fieldSelector")
                 else None
             )
