@@ -12,3 +12,25 @@ Public surface:
 The controller manager wires these to the API (informers, ``pods/resize``, evictions,
 ``status`` writes); ``inplace replay`` runs them over a usage trace (:mod:`.simulation`).
 """
+
+from .checkpoint import checkpoint_objects, load_checkpoints
+from .recommender import ContainerKey, Recommender, VpaKey, WallClock
+from .settings import VARIANTS, RecommenderSettings, UpdaterSettings, variant
+from .updater import Action, Decision, UpdaterMemory, decide
+
+__all__ = [
+    "VARIANTS",
+    "Action",
+    "ContainerKey",
+    "Decision",
+    "Recommender",
+    "RecommenderSettings",
+    "UpdaterMemory",
+    "UpdaterSettings",
+    "VpaKey",
+    "WallClock",
+    "checkpoint_objects",
+    "decide",
+    "load_checkpoints",
+    "variant",
+]

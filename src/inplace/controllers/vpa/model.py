@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from inplace.api.timestamps import parse_rfc3339, rfc3339
 
-from .histogram import CheckpointError, DecayingHistogram, ExponentialBuckets
+from .histogram import GO_ZERO_TIME_UNIX, CheckpointError, DecayingHistogram, ExponentialBuckets
 from .settings import RecommenderSettings
 
 __all__ = [
@@ -241,7 +241,7 @@ def _parse_time(raw: object) -> float | None:
     except ValueError as exc:
         raise CheckpointError(f"bad time stamp {raw!r}") from exc
     # Go's zero time means "never" in a checkpoint.
-    return None if moment <= -62135596800 else moment
+    return None if moment <= GO_ZERO_TIME_UNIX else moment
 
 
 @dataclass
