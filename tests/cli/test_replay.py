@@ -37,10 +37,9 @@ def test_replay_prints_every_policy_and_draws_the_plot(tmp_path: Path) -> None:
     assert len(data) > 20_000  # six pods, two panels each
 
 
-def test_replay_one_policy_with_given_nodes() -> None:
+def test_replay_one_policy_with_given_nodes_and_a_progress_bar() -> None:
     done = replay(
         str(TRACES / "day.csv"),
-        "--no-progress",
         "--policy",
         "upstream",
         "--nodes",
