@@ -540,12 +540,13 @@ class Simulation:
             return
         node.used_cpu += new_cpu - old_cpu
         node.used_memory += new_memory - old_memory
+        changed = [c for c, size in pod.desired.items() if pod.requests.get(c) != size]
         pod.requests = pod.desired
         pod.desired = None
         pod.resize_reason = ""
         self.result.resizes += 1
         if self.keep_series:
-            for container in pod.requests:
+            for container in changed:  # marked where the size changed
                 series = self.result.series.setdefault((pod.name, container), PodSeries())
                 series.resizes.append(self.now - EPOCH)
 
