@@ -15,6 +15,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -342,6 +343,30 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
+def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
+    """The dashboard on 127.0.0.1:`port` with the user's (admin) kubeconfig, and its URL with
+    a token made for this run (kept in a file only root can read, so a restarted dashboard
+    keeps the same URL)."""
+    token = secrets.token_urlsafe(24)
+    token_file = data.root / "dashboard.token"
+    token_file.touch(mode=0o600)
+    token_file.chmod(0o600)
+    token_file.write_text(token)
+    argv = [
+        sys.executable,
+        "-m",
+        "inplace",
+        "dashboard",
+        "--kubeconfig",
+        str(data.kubeconfig),
+        "--port",
+        str(port),
+        "--token-file",
+        str(token_file),
+    ]
+    return Component("dashboard", argv), f"http://127.0.0.1:{port}/?token={token}"
+
+
 async def run_up(
     data: DataDir,
     *,
@@ -353,6 +378,8 @@ async def run_up(
     node_memory: str | None = None,
     simulated_nodes: int = 0,
     scheduler: bool = True,
+    dashboard: bool = True,
+    dashboard_port: int = 0,
 ) -> int:
     check_data_dir(data.root)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
@@ -417,6 +444,11 @@ async def run_up(
             await supervisor.start(simulator)
             watchers.append(asyncio.create_task(supervisor.watch(simulator)))
             say(f"  ✓ {simulated_nodes} simulated node(s) sim-1..{simulated_nodes}")
+        if dashboard:
+            board, url = dashboard_component(data, port=pick_port("127.0.0.1", dashboard_port))
+            await supervisor.start(board)
+            watchers.append(asyncio.create_task(supervisor.watch(board)))
+            say(f"  ✓ dashboard on {url}")
         say(f"ready in {time.monotonic() - started:.1f}s. In another shell:")
         say(f"  export KUBECONFIG={kubeconfigs['admin']}")
         say("  kubectl get --raw /readyz")
