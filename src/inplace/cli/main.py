@@ -50,9 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
-    up.add_argument(
-        "--no-dashboard", action="store_true", help="do not serve the live dashboard"
-    )
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
     up.add_argument(
         "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
     )

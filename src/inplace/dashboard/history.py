@@ -199,6 +199,10 @@ class Marker:
     container: str = ""
 
 
+def _order(marker: Marker) -> tuple[float, int]:
+    return (marker.at, MARKER_KINDS.index(marker.kind) if marker.kind in MARKER_KINDS else 99)
+
+
 SIZE_FIELDS: Final = (
     "request_cpu",
     "limit_cpu",
@@ -253,15 +257,17 @@ class PodHistory:
 
     def add_marker(self, marker: Marker, *, key: str | None = None) -> bool:
         """Keep ``marker`` unless one with the same ``key`` was kept already (an event seen
-        again after a relist); markers stay in time order."""
+        again after a relist); markers stay in time order (within one second, the order of
+        :data:`MARKER_KINDS`: events have whole seconds, and a resize starts before it
+        completes)."""
         if key is not None:
             if key in self._marker_keys:
                 return False
             self._marker_keys[key] = None
             while len(self._marker_keys) > self._max_keys:
                 self._marker_keys.popitem(last=False)
-        if self.markers and marker.at < self.markers[-1].at:
-            ordered = sorted([*self.markers, marker], key=lambda m: m.at)
+        if self.markers and _order(marker) < _order(self.markers[-1]):
+            ordered = sorted([*self.markers, marker], key=_order)
             self.markers.clear()
             self.markers.extend(ordered[-(self.markers.maxlen or len(ordered)) :])
         else:

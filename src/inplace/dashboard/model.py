@@ -55,6 +55,7 @@ __all__ = [
     "summarize",
     "timestamp",
     "vpa_covers",
+    "with_decision",
 ]
 
 NAN: Final = math.nan
@@ -309,6 +310,32 @@ def resize_state(pod: Mapping[str, Any], containers: Sequence[ContainerSummary])
         if not math.isnan(c.allocated_cpu) and not _same(c.allocated_cpu, c.request_cpu):
             return ResizeState("Proposed", "waiting for a decision or for the node")
     return ResizeState("")
+
+
+_DECISIONS: Final = {
+    "resize-deferred": "Deferred",
+    "resize-infeasible": "Infeasible",
+    "resize-error": "Error",
+}
+_RESIZE_MARKERS: Final = ("resize-started", "resize-completed", *_DECISIONS)
+
+
+def with_decision(
+    state: ResizeState, markers: Sequence[Marker], asked_at: float | None
+) -> ResizeState:
+    """A ``Proposed`` resize told by the latest resize event when that event is a decision
+    (``ResizeDeferred``, ``ResizeInfeasible``, ``ResizeError``) taken since the size was asked
+    (``asked_at``, as the dashboard saw it; event times are whole seconds, hence 2 s of
+    slack). Some status writers drop the ``PodResizePending`` condition while the event
+    stays; the page should still say why the pod waits."""
+    if state.state != "Proposed":
+        return state
+    last = next((m for m in reversed(markers) if m.kind in _RESIZE_MARKERS), None)
+    if last is None or last.kind not in _DECISIONS:
+        return state
+    if asked_at is not None and last.at < asked_at - 2.0:  # an older resize's decision
+        return state
+    return ResizeState(_DECISIONS[last.kind], last.message, last.at)
 
 
 def _owner(meta: Mapping[str, Any]) -> Owner | None:

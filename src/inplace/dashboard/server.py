@@ -144,6 +144,7 @@ class DashboardServer:
         self._runner: web.AppRunner | None = None
         self._memo: dict[str, tuple[int, bytes]] = {}
         self._rows: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._stream_tasks: set[asyncio.Task[Any]] = set()
         self.streams = 0
         """Streams open now (for tests and the benchmark)."""
 
@@ -162,7 +163,11 @@ class DashboardServer:
 
     async def start(self) -> int:
         """Serve on 127.0.0.1 only; returns the port (chosen when 0)."""
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        # handler_cancellation: a stream whose browser tab closed ends at once, not at its
+        # next heartbeat
+        self._runner = web.AppRunner(
+            self.app(), access_log=None, handle_signals=False, handler_cancellation=True
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
         await site.start()
@@ -172,6 +177,8 @@ class DashboardServer:
         return self.port
 
     async def stop(self) -> None:
+        for task in list(self._stream_tasks):
+            task.cancel()
         if self._runner is not None:
             await self._runner.shutdown()
             await self._runner.cleanup()
@@ -200,11 +207,11 @@ class DashboardServer:
             if not self._valid(given):
                 return web.Response(status=401, text=_UNAUTHORIZED)
             if request.method == "GET" and request.path == "/":
-                response = web.HTTPFound("/")
-                response.set_cookie(
+                found = web.HTTPFound("/")
+                found.set_cookie(
                     self.cookie_name, self.token, httponly=True, samesite="Strict", path="/"
                 )
-                return response
+                raise found
         elif not (self._valid(request.cookies.get(self.cookie_name)) or self._valid(bearer)):
             return web.Response(status=401, text=_UNAUTHORIZED)
         if request.method == "POST":
@@ -342,6 +349,9 @@ class DashboardServer:
         )
         await response.prepare(request)
         self.streams += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._stream_tasks.add(task)
         try:
             if view == "pods":
                 await self._stream_pods(response, where)
@@ -352,10 +362,12 @@ class DashboardServer:
                 await self._stream_views(response, "cluster", self.cluster)
             else:
                 await self._stream_views(response, "workloads", self.workloads)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the tab went away mid-write
         finally:
             self.streams -= 1
+            if task is not None:
+                self._stream_tasks.discard(task)
         return response
 
     async def _send(self, response: web.StreamResponse, event: str, data: bytes) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import math
 import time
@@ -60,6 +61,7 @@ from .model import (
     summarize,
     timestamp,
     vpa_covers,
+    with_decision,
 )
 
 __all__ = ["DashboardState"]
@@ -128,6 +130,8 @@ class DashboardState:
         """Pod key → name of the VPA that covers it."""
         self.node_usage: dict[str, tuple[float, float, float]] = {}
         """Node name → (time, cpu millicores, memory bytes) from NodeMetrics."""
+        self.metrics_polls = 0
+        """Completed reads of metrics.k8s.io."""
         self.metrics_available: bool | None = None
         self.metrics_error = ""
         self.revision = 0
@@ -293,6 +297,7 @@ class DashboardState:
             history.pause_ended(now)
         self._record_recommendation(summary, now)
         self._unpark(summary)
+        self._decide(summary.key)
         self._notify(summary.key)
 
     def _pod_deleted(self, pod: Obj) -> None:
@@ -323,8 +328,25 @@ class DashboardState:
         if history is None:
             return False
         if history.add_marker(marker, key=key):
-            self._notify(self.key_of_uid.get(uid))
+            key_ = self.key_of_uid.get(uid)
+            if key_ is not None:
+                self._decide(key_)
+            self._notify(key_)
         return True
+
+    def _decide(self, key: str) -> None:
+        """Tell a ``Proposed`` resize by its latest decision event (see
+        :func:`~inplace.dashboard.model.with_decision`)."""
+        summary = self.summaries.get(key)
+        history = self.histories.get(summary.uid) if summary is not None else None
+        if summary is None or history is None:
+            return
+        # when the size last changed; unknown (None) when it has not changed since the
+        # dashboard first saw the pod
+        asked = [c.sizes.points[-1][0] for c in history.containers.values() if len(c.sizes) > 1]
+        told = with_decision(summary.resize, history.markers, max(asked) if asked else None)
+        if told is not summary.resize:
+            self.summaries[key] = dataclasses.replace(summary, resize=told)
 
     def _unpark(self, summary: PodSummary) -> None:
         if not self._parked:
@@ -364,6 +386,7 @@ class DashboardState:
         nodes = await self.client.list(NODEMETRICS)
         self.metrics_available = True
         self.metrics_error = ""
+        self.metrics_polls += 1
         keys = self.fold_pod_metrics(pods.get("items") or ())
         changed = bool(keys)
         now = self.clock()

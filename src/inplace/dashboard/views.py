@@ -267,7 +267,8 @@ def pod_detail(
             times, cpu, memory = np.empty(0), np.empty(0), np.empty(0)
             changes = []
         axis = np.unique(np.concatenate([times, np.array([*changes, now], dtype=float)]))
-        axis = axis[(axis >= start) & (axis <= now)]
+        # a node whose clock runs ahead may date its samples after our "now": keep them
+        axis = axis[(axis >= start) & (axis <= max(now, float(times[-1]) if len(times) else now))]
         usage_at = np.searchsorted(times, axis)
         hit = (usage_at < len(times)) & (
             times[np.minimum(usage_at, max(len(times) - 1, 0))] == axis

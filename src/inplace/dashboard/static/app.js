@@ -327,7 +327,7 @@
     "resize-deferred": "#bf8700",
     "resize-infeasible": "#cf222e",
     "resize-error": "#a40e26",
-    paused: "#8250df",
+    paused: "#953800",
     "oom-killed": "#82071e",
     restarted: "#bc4c00",
     preempted: "#57606a",
@@ -346,6 +346,11 @@
     moved: "moved (evicted to resize)",
   };
 
+  // memory ticks at binary sizes (64Mi, 128Mi...), as requests and limits are usually written
+  const MEMORY_STEPS = Array.from({ length: 35 }, (_, i) => 2 ** (i + 10));  // 1Ki .. 16Ti
+
+  const PAUSE_FILL = "rgba(149, 56, 0, 0.16)";
+
   function markersPlugin(box) {
     return {
       hooks: {
@@ -354,7 +359,7 @@
           const ctx = u.ctx;
           const [x0, x1] = [u.scales.x.min, u.scales.x.max];
           ctx.save();
-          ctx.fillStyle = "rgba(130, 80, 223, 0.13)";
+          ctx.fillStyle = PAUSE_FILL;
           for (const [start, end] of box.pauses) {
             const a = Math.max(start, x0), b = Math.min(end ?? box.now, x1);
             if (b <= a) continue;
@@ -389,7 +394,7 @@
 
   function chartData(c, resource) {
     const s = c[resource];
-    return [c.t, s.usage, s.request, s.limit, s.allocated, s.lower, s.target, s.upper];
+    return [c.t, s.request, s.limit, s.allocated, s.lower, s.target, s.upper, s.usage];
   }
 
   function makeChart(target, resource, box, width) {
@@ -405,19 +410,23 @@
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
       axes: [
         { stroke: color("--muted"), grid: { stroke: color("--line") } },
-        { stroke: color("--muted"), grid: { stroke: color("--line") }, size: 60, values: (u, ticks) => ticks.map(fmt) },
+        {
+          stroke: color("--muted"), grid: { stroke: color("--line") }, size: 60, values: (u, ticks) => ticks.map(fmt),
+          ...(resource === "memory" ? { incrs: MEMORY_STEPS } : {}),
+        },
       ],
       series: [
         {},
-        { label: "usage", stroke: color("--usage"), width: 1.6, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "request", stroke: color("--request"), width: 1.5, paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "limit", stroke: color("--limit"), width: 1.5, paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "allocated", stroke: color("--allocated"), width: 1.2, dash: [6, 4], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "VPA lower", stroke: color("--vpa"), width: 0.8, dash: [2, 3], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "VPA target", stroke: color("--vpa"), width: 1.4, dash: [8, 4], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "VPA upper", stroke: color("--vpa"), width: 0.8, dash: [2, 3], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
+        // usage last, so it is drawn on top (a paused pod's usage sits on its limit)
+        { label: "usage", stroke: color("--usage"), width: 1.8, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) },
       ],
-      bands: [{ series: [7, 5], fill: "rgba(130, 80, 223, 0.12)" }],
+      bands: [{ series: [6, 4], fill: "rgba(130, 80, 223, 0.12)" }],
     }, [[], [], [], [], [], [], [], []], target);
   }
 
@@ -449,7 +458,7 @@
         <span><i style="background:var(--usage)"></i>usage</span><span><i style="background:var(--request)"></i>request</span>
         <span><i style="background:var(--limit)"></i>limit</span><span><i style="background:var(--allocated)"></i>allocated (dashed)</span>
         <span><i style="background:var(--vpa)"></i>VPA target and bounds (band)</span>
-        <span><i style="background:rgba(130,80,223,0.35)"></i>paused at the memory limit (shaded)</span>
+        <span><i style="background:rgba(149,56,0,0.4);height:10px"></i>paused at the memory limit (shaded)</span>
         ${Object.entries(MARKER_LABELS).map(([k, l]) => `<span><i style="background:${MARKER_COLORS[k]};width:3px;height:12px"></i>${l}</span>`).join("")}
       </div>
       <div id="containers"></div>
