@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
 from playwright.async_api import BrowserContext, async_playwright
+from playwright.sync_api import BrowserContext as SyncBrowserContext
+from playwright.sync_api import sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -38,13 +40,17 @@ def artifacts() -> Path:
     return path
 
 
+def _profile() -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    return tempfile.mkdtemp(prefix="inplace-chromium-")
+
+
 @asynccontextmanager
 async def chromium(*, width: int = 1400, height: int = 1000) -> AsyncIterator[BrowserContext]:
     """A headless Chromium context with a throwaway profile; closed (and the profile removed)
     even when the test fails."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    profile = tempfile.mkdtemp(prefix="inplace-chromium-")
+    profile = _profile()
     try:
         async with async_playwright() as p:
             context = await p.chromium.launch_persistent_context(
@@ -58,5 +64,26 @@ async def chromium(*, width: int = 1400, height: int = 1000) -> AsyncIterator[Br
                 yield context
             finally:
                 await context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextmanager
+def chromium_sync(*, width: int = 1400, height: int = 1000) -> Iterator[SyncBrowserContext]:
+    """:func:`chromium` for synchronous (end-to-end) tests."""
+    profile = _profile()
+    try:
+        with sync_playwright() as p:
+            context = p.chromium.launch_persistent_context(
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=ARGS,
+                viewport={"width": width, "height": height},
+            )
+            try:
+                yield context
+            finally:
+                context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)

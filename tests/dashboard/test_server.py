@@ -4,7 +4,6 @@ kind, usage history, and the resize form (preview with the server's dry-run, the
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import aiohttp
@@ -149,7 +148,7 @@ async def test_usage_history_comes_from_metrics_without_repeats(board: Board) ->
         polls = board.state.metrics_polls
         await await_until(lambda: board.state.metrics_polls > polls + 2, what="more polls")
         assert len(ring) == 1  # the same sample, answered again, is not kept twice
-        board.sampled_at = time.time()  # the node agent's next sample
+        board.sampled_at += 5  # the node agent's next sample (time stamps have whole seconds)
         board.usage[("default", "a")] = {"main": (240_000_000, 60 * 2**20)}
         await await_until(lambda: len(ring) == 2, what="the next sample")
         detail = await board.view(session, view="pod", namespace="default", name="a")

@@ -197,10 +197,14 @@ class Marker:
     """The event's reason or the status field it came from (``ResizeCompleted``, ``OOMKilled``)."""
     message: str = ""
     container: str = ""
+    seq: int = 0
+    """Order among markers of the same second: the event's resourceVersion (the API
+    server's write order) where it is a number, else 0."""
 
 
-def _order(marker: Marker) -> tuple[float, int]:
-    return (marker.at, MARKER_KINDS.index(marker.kind) if marker.kind in MARKER_KINDS else 99)
+def _order(marker: Marker) -> tuple[float, int, int]:
+    rank = MARKER_KINDS.index(marker.kind) if marker.kind in MARKER_KINDS else 99
+    return (marker.at, marker.seq, rank)
 
 
 SIZE_FIELDS: Final = (
@@ -257,9 +261,8 @@ class PodHistory:
 
     def add_marker(self, marker: Marker, *, key: str | None = None) -> bool:
         """Keep ``marker`` unless one with the same ``key`` was kept already (an event seen
-        again after a relist); markers stay in time order (within one second, the order of
-        :data:`MARKER_KINDS`: events have whole seconds, and a resize starts before it
-        completes)."""
+        again after a relist); markers stay in time order (within one second, events have
+        whole seconds, in the order they were written, else that of :data:`MARKER_KINDS`)."""
         if key is not None:
             if key in self._marker_keys:
                 return False

@@ -447,7 +447,9 @@ def event_marker(event: Mapping[str, Any]) -> tuple[str, Marker, str] | None:
     meta = event.get("metadata") or {}
     count = event.get("count") or ((event.get("series") or {}).get("count") or 1)
     key = f"event/{meta.get('uid') or meta.get('name')}/{count}"
-    return target, Marker(at, kind, reason, str(event.get("message") or "")), key
+    rv = str(meta.get("resourceVersion") or "")
+    seq = int(rv) if rv.isdigit() else 0
+    return target, Marker(at, kind, reason, str(event.get("message") or ""), seq=seq), key
 
 
 def _last_terminated(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

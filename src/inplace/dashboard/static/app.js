@@ -153,7 +153,8 @@
     const aria = `${label} over the last ${Math.round((t1 - t0) / 60)} minutes: ${fmt(now)} now` +
       (request ? `, request ${fmt(request)}` : "") + (limit ? `, limit ${fmt(limit)}` : "");
     return `<svg class="spark" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" role="img" aria-label="${esc(aria)}">` +
-      `${ref(request, "request")}${ref(limit, "limit")}<polyline points="${line}"/></svg>`;
+      `${ref(request, "request")}${ref(limit, "limit")}<polyline points="${line}"/>` +
+      `<circle cx="${x(t1).toFixed(1)}" cy="${y(now)}" r="1.8"/></svg>`;
   }
 
   const POD_COLUMNS = [
@@ -424,7 +425,10 @@
         { label: "VPA target", stroke: color("--vpa"), width: 1.4, dash: [8, 4], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         { label: "VPA upper", stroke: color("--vpa"), width: 0.8, dash: [2, 3], paths: stepped, points: { show: false }, value: (u, v) => fmt(v) },
         // usage last, so it is drawn on top (a paused pod's usage sits on its limit)
-        { label: "usage", stroke: color("--usage"), width: 1.8, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) },
+        {
+          label: "usage", stroke: color("--usage"), width: 1.8, spanGaps: true, value: (u, v) => fmt(v),
+          points: { show: (u, si, i0, i1) => i1 - i0 < 40, size: 5, fill: color("--usage") },  // few samples yet: dots
+        },
       ],
       bands: [{ series: [6, 4], fill: "rgba(130, 80, 223, 0.12)" }],
     }, [[], [], [], [], [], [], [], []], target);
@@ -471,6 +475,7 @@
     const charts = {};
     exposed.charts = charts;
     let formReady = false;
+    let refreshForm = () => {};
     let source = null;
 
     function facts(d) {
@@ -529,8 +534,11 @@
 
     function buildForm(d) {
       const form = main.querySelector("#resize-form");
-      const field = (c, kind, resource, label) => `<label>${label}
-        <input name="${esc(c.name)}.${kind}.${resource}" value="${esc(((c.spec[kind] || {})[resource]) || "")}" autocomplete="off"></label>`;
+      const field = (c, kind, resource, label) => {
+        const value = esc(((c.spec[kind] || {})[resource]) || "");
+        return `<label>${label}
+          <input name="${esc(c.name)}.${kind}.${resource}" value="${value}" data-spec="${value}" autocomplete="off"></label>`;
+      };
       form.innerHTML = d.containers.map((c) => `<fieldset><legend>${esc(c.name)}</legend><div class="grid">
           ${field(c, "requests", "cpu", "CPU request")}${field(c, "limits", "cpu", "CPU limit")}
           ${field(c, "requests", "memory", "Memory request")}${field(c, "limits", "memory", "Memory limit")}</div></fieldset>`).join("") +
@@ -563,6 +571,22 @@
         });
       };
       form.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(preview, 200); });
+      refreshForm = (fresh) => {  // the pod's size changed: follow it where nothing was typed
+        let changed = false;
+        for (const c of fresh.containers) {
+          for (const kind of ["requests", "limits"]) {
+            for (const resource of ["cpu", "memory"]) {
+              const input = form.elements[`${c.name}.${kind}.${resource}`];
+              const now = ((c.spec[kind] || {})[resource]) || "";
+              if (!input || input.dataset.spec === now) continue;
+              if (input.value === input.dataset.spec) input.value = now;
+              input.dataset.spec = now;
+              changed = true;
+            }
+          }
+        }
+        if (changed) preview();
+      };
       form.addEventListener("submit", (e) => {
         e.preventDefault();
         button.disabled = true;
@@ -582,7 +606,7 @@
         facts(d);
         drawContainers(d);
         drawMarkers(d);
-        if (!formReady) { buildForm(d); formReady = true; }
+        if (!formReady) { buildForm(d); formReady = true; } else refreshForm(d);
       },
       missing() {
         main.querySelector("#pod-resize").textContent = `Pod ${namespace}/${name} does not exist (any more).`;
