@@ -55,6 +55,7 @@ def test_progress_and_next_steps_are_printed(tmp_path: Path) -> None:
     finally:
         cluster.stop()
     assert "✓ API server on https://127.0.0.1:" in output
+    assert "✓ dashboard on http://127.0.0.1:" in output and "/?token=" in output
     assert f"export KUBECONFIG={tmp_path / 'data' / 'kubeconfig.yaml'}" in output
     assert "kubectl get --raw /readyz" in output
     assert cluster.process.returncode == 0

@@ -11,13 +11,15 @@ some memory, and real kubectl. What issue 13 asks to see:
 * a Deferred resize shows its reason, on the pod and on the cluster page, and completes when
   room appears;
 * the kubectl line the form prints does exactly what the form's button does, and the button
-  resizes the pod in place (same PID, no restart).
+  resizes the pod in place (same PID, no restart);
+* `inplace up` restarts a dashboard that dies, at the same URL and token.
 
 Screenshots of every page are saved as test artifacts (see tests/dashboard/browser.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -330,3 +333,36 @@ def test_the_form_prints_the_exact_kubectl_line_and_its_button_resizes(dash: Das
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
     assert worker_pid(dash) == pid  # the same process, resized in place
     assert memory_limit_in_cgroup(pid) == 700 * Mi
+
+
+def dashboard_process(cluster: Cluster) -> psutil.Process | None:
+    for child in psutil.Process(cluster.process.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if child.cmdline()[1:4] == ["-m", "inplace", "dashboard"]:
+                return child
+    return None
+
+
+def test_inplace_up_restarts_a_dashboard_that_dies_at_the_same_url(dash: Dash) -> None:
+    first = dashboard_process(dash.cluster)
+    assert first is not None
+    first.kill()
+    first.wait(30)
+
+    def replaced() -> bool:
+        now = dashboard_process(dash.cluster)
+        return now is not None and now.pid != first.pid and _healthy(dash.base)
+
+    wait_until(replaced, timeout=60, what="a new dashboard process")
+    token = dash.url.split("token=", 1)[1]
+    request = urllib.request.Request(
+        f"{dash.base}/api/view?view=pods", headers={"Authorization": f"Bearer {token}"}
+    )
+
+    def listed() -> bool:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            rows = json.loads(response.read())["rows"]
+        return any(row["key"] == "default/worker" for row in rows)
+
+    wait_until(listed, timeout=60, what="the same URL and token serve the pods again")
+    assert "dashboard exited" in dash.cluster.output.read_text()
