@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,6 +19,8 @@ import orjson
 import pytest
 
 from inplace.api.timestamps import rfc3339
+from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
+from inplace.apiserver.server import APIServer, APIServerConfig
 from inplace.client import Client, ClusterConfig
 from inplace.dashboard.server import DashboardServer
 from inplace.dashboard.state import DashboardState
@@ -34,7 +37,16 @@ class Board:
     server: DashboardServer
     usage: dict[tuple[str, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
     """(namespace, pod) → container → (nano-cores, bytes): what metrics.k8s.io answers."""
-    sampled_at: float = field(default_factory=time.time)
+    clock: dict[str, float] = field(default_factory=lambda: {"sampled_at": time.time()})
+
+    @property
+    def sampled_at(self) -> float:
+        """When the node agents took the samples metrics.k8s.io answers with."""
+        return self.clock["sampled_at"]
+
+    @sampled_at.setter
+    def sampled_at(self, value: float) -> None:
+        self.clock["sampled_at"] = value
 
     @property
     def base(self) -> str:
@@ -50,42 +62,60 @@ class Board:
             return body
 
 
-def pod_metrics(board: Board) -> list[dict[str, Any]]:
+def pod_metrics(
+    usage: dict[tuple[str, str], dict[str, tuple[int, int]]], sampled_at: float
+) -> list[dict[str, Any]]:
     return [
         {
             "kind": "PodMetrics",
             "apiVersion": "metrics.k8s.io/v1beta1",
             "metadata": {"name": name, "namespace": ns},
-            "timestamp": rfc3339(board.sampled_at),
+            "timestamp": rfc3339(sampled_at),
             "window": "10s",
             "containers": [
                 {"name": c, "usage": {"cpu": f"{cpu}n", "memory": f"{memory // 1024}Ki"}}
                 for c, (cpu, memory) in containers.items()
             ],
         }
-        for (ns, name), containers in sorted(board.usage.items())
+        for (ns, name), containers in sorted(usage.items())
     ]
 
 
 @pytest.fixture
-async def board(apiserver: InProcessServer) -> AsyncIterator[Board]:
-    client = Client(ClusterConfig(server=apiserver.url, token=apiserver.token))
-    state = DashboardState(client, metrics_interval=0.2)
-    server = DashboardServer(state, client, token=TOKEN, min_interval=0.05)
-    running = Board(apiserver, client, state, server)
+async def board(tmp_path: Path) -> AsyncIterator[Board]:
+    """The API server (its metrics.k8s.io fed from ``Board.usage``) and a dashboard over it."""
+    usage: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+    clock = {"sampled_at": time.time()}
 
     async def provider(kind: str, namespace: str | None) -> list[dict[str, Any]]:
-        return pod_metrics(running) if kind == "PodMetrics" else []
+        return pod_metrics(usage, clock["sampled_at"]) if kind == "PodMetrics" else []
 
-    apiserver.server.config.extra["metrics_provider"] = provider
-    state.start()
+    tokens = TokenFile(tmp_path / "tokens.csv")
+    admin = tokens.token_for("admin", (MASTERS_GROUP,))
+    server = APIServer(
+        APIServerConfig(
+            data_dir=tmp_path / "apiserver",
+            port=0,
+            tokens=tokens,
+            log_root=tmp_path / "logs",
+            extra={"metrics_provider": provider},
+        )
+    )
     await server.start()
+    api = InProcessServer(server, f"http://127.0.0.1:{server.port}", admin, tokens)
+    client = Client(ClusterConfig(server=api.url, token=api.token))
+    state = DashboardState(client, metrics_interval=0.2)
+    dashboard = DashboardServer(state, client, token=TOKEN, min_interval=0.05)
+    running = Board(api, client, state, dashboard, usage, clock)
+    state.start()
+    await dashboard.start()
     try:
         yield running
     finally:
-        await server.stop()
+        await dashboard.stop()
         await state.stop()
         await client.close()
+        await server.stop()
 
 
 async def sse_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, Any]]:

@@ -31,7 +31,7 @@ from inplace.api.resources import (
     qos_class,
     resize_accounting_requests,
 )
-from inplace.api.tables import to_table
+from inplace.api.tables import POD_TABLE
 from inplace.api.timestamps import parse_rfc3339
 
 from .history import Marker
@@ -379,7 +379,7 @@ def summarize(pod: Mapping[str, Any], *, now: datetime | None = None) -> PodSumm
         qos = qos_class(pod)
     except QuantityError:
         qos = ""
-    cells = to_table("Pod", [pod], now=now or datetime.now(UTC))["rows"][0]["cells"]
+    cells, _ = POD_TABLE.row(pod, now or datetime.now(UTC))  # kubectl's READY and STATUS
     paused = _condition(pod, "MemoryPaused")
     return PodSummary(
         key=f"{namespace}/{name}",
