@@ -116,3 +116,15 @@ def test_pauses_open_and_close_once() -> None:
     history.pause_started(20.0)
     history.trim(18.0)
     assert list(history.pauses) == [[20.0, None]]
+
+
+def test_within_a_second_a_resize_starts_before_it_completes_whatever_the_write_order() -> None:
+    history = PodHistory(usage_capacity=8)
+    history.add_marker(Marker(10.0, "resize-completed", "ResizeCompleted", seq=5))
+    history.add_marker(Marker(10.0, "resize-started", "ResizeStarted", seq=9))
+    history.add_marker(Marker(10.0, "resize-started", "ResizeStarted", "second", seq=7))
+    assert [(m.reason, m.seq) for m in history.markers] == [
+        ("ResizeStarted", 7),
+        ("ResizeStarted", 9),
+        ("ResizeCompleted", 5),
+    ]

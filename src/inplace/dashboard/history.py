@@ -198,13 +198,15 @@ class Marker:
     message: str = ""
     container: str = ""
     seq: int = 0
-    """Order among markers of the same second: the event's resourceVersion (the API
-    server's write order) where it is a number, else 0."""
+    """The event's resourceVersion where it is a number (the API server's write order), else
+    0: the order of markers of one second and one kind."""
 
 
 def _order(marker: Marker) -> tuple[float, int, int]:
+    """Time, then (events have whole seconds, and a component may post two at once, in either
+    order) a resize's start before its end, then the order they were written."""
     rank = MARKER_KINDS.index(marker.kind) if marker.kind in MARKER_KINDS else 99
-    return (marker.at, marker.seq, rank)
+    return (marker.at, rank, marker.seq)
 
 
 SIZE_FIELDS: Final = (
@@ -261,8 +263,7 @@ class PodHistory:
 
     def add_marker(self, marker: Marker, *, key: str | None = None) -> bool:
         """Keep ``marker`` unless one with the same ``key`` was kept already (an event seen
-        again after a relist); markers stay in time order (within one second, events have
-        whole seconds, in the order they were written, else that of :data:`MARKER_KINDS`)."""
+        again after a relist); markers stay in order (see :func:`_order`)."""
         if key is not None:
             if key in self._marker_keys:
                 return False
