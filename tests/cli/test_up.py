@@ -29,6 +29,19 @@ def test_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_busy_dashboard_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_up("--data-dir", str(tmp_path / "data"), "--port", "0",
+                        "--dashboard-port", str(port))  # fmt: skip
+    assert result.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "choose another with --dashboard-port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_an_unusable_data_dir_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the data dir should be")

@@ -132,8 +132,9 @@ def check_data_dir(path: Path) -> None:
         raise UpError(f"data dir {path} is not usable: {exc.strerror or exc}") from None
 
 
-def pick_port(host: str, port: int) -> int:
-    """Check that `port` is free (or choose one if 0), with a clear error if it is not."""
+def pick_port(host: str, port: int, *, flag: str = "--port") -> int:
+    """Check that `port` is free (or choose one if 0), with a clear error (naming the option
+    `flag` that chose it) if it is not."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -142,7 +143,7 @@ def pick_port(host: str, port: int) -> int:
             if exc.errno == errno.EADDRINUSE:
                 raise UpError(
                     f"port {port} on {host} is already in use (is another `inplace up` "
-                    "running?); choose another with --port"
+                    f"running?); choose another with {flag}"
                 ) from None
             raise UpError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
         chosen: int = sock.getsockname()[1]
@@ -384,6 +385,8 @@ async def run_up(
     check_data_dir(data.root)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
     port = pick_port(host, port)
+    if dashboard:
+        dashboard_port = pick_port("127.0.0.1", dashboard_port, flag="--dashboard-port")
     started = time.monotonic()
     say(f"inplace: starting a cluster in {data.root}")
     kubeconfigs = prepare(data, host=host, port=port)
@@ -445,7 +448,7 @@ async def run_up(
             watchers.append(asyncio.create_task(supervisor.watch(simulator)))
             say(f"  ✓ {simulated_nodes} simulated node(s) sim-1..{simulated_nodes}")
         if dashboard:
-            board, url = dashboard_component(data, port=pick_port("127.0.0.1", dashboard_port))
+            board, url = dashboard_component(data, port=dashboard_port)
             await supervisor.start(board)
             watchers.append(asyncio.create_task(supervisor.watch(board)))
             say(f"  ✓ dashboard on {url}")

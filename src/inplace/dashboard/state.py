@@ -238,12 +238,17 @@ class DashboardState:
         return changed
 
     def _refresh_namespace(self, namespace: str) -> None:
-        now = self.clock()
-        for pod in self.pods.by_index("namespace", namespace):
-            summary = self.summaries.get(key_of(pod))
-            if summary is not None and self._record_recommendation(summary, now):
-                self._notify(summary.key)
-        self._notify()
+        """A VPA or a ReplicaSet changed: which VPA covers each pod of the namespace may have
+        changed too (nothing to do where no VPA is, or was)."""
+        changed: list[str] = []
+        covered = any(key.startswith(f"{namespace}/") for key in self.vpa_of)
+        if covered or self.vpas.by_index("namespace", namespace):
+            now = self.clock()
+            for pod in self.pods.by_index("namespace", namespace):
+                summary = self.summaries.get(key_of(pod))
+                if summary is not None and self._record_recommendation(summary, now):
+                    changed.append(summary.key)
+        self._notify(*changed)
 
     def _namespace_handlers(
         self,

@@ -421,7 +421,7 @@
     return [c.t, s.request, s.limit, s.allocated, s.lower, s.target, s.upper, s.usage];
   }
 
-  function makeChart(target, resource, box, width) {
+  function makeChart(target, resource, box, width, view) {
     const fmt = fmtFor(resource);
     const stepped = uPlot.paths.stepped({ align: 1 });
     const css = getComputedStyle(document.documentElement);
@@ -431,6 +431,8 @@
       height: 220,
       plugins: [markersPlugin(box)],
       cursor: { drag: { x: true, y: false } },
+      // a drag zooms in; live data then keeps that zoom until a double-click zooms out
+      hooks: { setSelect: [(u) => { if (u.select.width > 0) view.zoomed = true; }] },
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
       axes: [
         { stroke: color("--muted"), grid: { stroke: color("--line") } },
@@ -539,9 +541,11 @@
           const target = section.querySelector(`.chart[data-resource="${resource}"]`);
           if (!charts[id]) {
             const width = Math.max(360, target.clientWidth || 480);
-            charts[id] = { plot: makeChart(target, resource, box, width), box };
+            const view = { zoomed: false };
+            charts[id] = { plot: makeChart(target, resource, box, width, view), box, view };
+            charts[id].plot.over.addEventListener("dblclick", () => { view.zoomed = false; });
           }
-          charts[id].plot.setData(chartData(c, resource));
+          charts[id].plot.setData(chartData(c, resource), !charts[id].view.zoomed);
           charts[id].data = c[resource];
           charts[id].markers = d.markers;
         }
