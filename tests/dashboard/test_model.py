@@ -262,6 +262,23 @@ def test_restarts_and_oom_kills_become_markers_once() -> None:
     ]
 
 
+def test_an_oom_kill_without_a_restart_is_a_marker_once() -> None:
+    before = pod(status=running(SPEC))
+    after = pod(status=running(SPEC))
+    after["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"reason": "OOMKilled", "exitCode": 137, "finishedAt": "2026-12-03T07:02:00Z"}
+    }
+    ((marker, key),) = status_markers(before, after, now=0.0)
+    assert (marker.kind, marker.container, marker.message) == (
+        "oom-killed",
+        "main",
+        "exit code 137; not restarted",
+    )
+    assert marker.at == pytest.approx(1796281320.0)
+    assert key == "oom/main/ended/2026-12-03T07:02:00Z"
+    assert status_markers(after, after, now=0.0) == []
+
+
 def test_paused_since() -> None:
     paused = pod(status=running(SPEC, conditions=[_cond("MemoryPaused", "MemoryLimitReached")]))
     assert paused_since(paused) == pytest.approx(1796281205.0)

@@ -279,3 +279,57 @@ async def test_a_vpa_band_follows_the_recommendation_written_to_its_status(board
 async def _vpa_named(detail: Any) -> Any:
     got = await detail
     return got if got.get("vpa") == "crunch" else None
+
+
+async def test_a_pod_moved_away_stays_on_its_workload_row(board: Board) -> None:
+    from inplace.api.timestamps import rfc3339
+    from inplace.client import EVENTS, JOBS
+
+    job = await board.client.create(
+        JOBS,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "crunch", "namespace": "default"},
+            "spec": {
+                "suspend": True,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}],
+                    }
+                },
+            },
+        },
+    )
+    owned = pod("crunch-a")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "crunch",
+         "uid": job["metadata"]["uid"], "controller": True}
+    ]  # fmt: skip
+    created = await board.client.create(PODS, owned)
+    await await_until(lambda: "default/crunch-a" in board.state.summaries, what="pod seen")
+    message = "Node didn't have enough resources: evicted so its owner recreates it elsewhere"
+    await board.client.create(
+        EVENTS,
+        {
+            "metadata": {"name": "crunch-a.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "crunch-a", "namespace": "default",
+                               "uid": created["metadata"]["uid"]},
+            "reason": "ResizeEvicted",
+            "message": message,
+            "type": "Normal",
+            "lastTimestamp": rfc3339(),
+        },
+    )  # fmt: skip
+    summary = board.state.summaries["default/crunch-a"]
+    await await_until(lambda: board.state.histories[summary.uid].markers, what="the move marked")
+    await board.client.delete(PODS, "crunch-a", namespace="default", grace_period_seconds=0)
+    async with aiohttp.ClientSession() as session:
+
+        async def departed() -> list[dict[str, Any]]:
+            rows = (await board.view(session, view="workloads"))["workloads"]
+            return [d for row in rows for d in row["departed"]]
+
+        (gone,) = await await_until(departed, what="the move on the Job's row")
+    assert (gone["pod"], gone["kind"], gone["message"]) == ("crunch-a", "moved", message)

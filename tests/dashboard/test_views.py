@@ -226,3 +226,19 @@ def test_workloads_count_pods_through_their_replicasets() -> None:
     crunch = by_key["Job/ns/crunch"]
     assert crunch["pods"] == 1 and crunch["progress"]["current"] == 1
     assert np.isclose(crunch["template"]["main"]["memory"][1], 256 * Mi)
+
+
+def test_a_workload_lists_the_pods_it_lost_to_a_move() -> None:
+    job = {"metadata": {"name": "crunch", "namespace": "ns"}, "spec": {"template": {}}}
+    moved = Marker(100.0, "moved", "ResizeEvicted", "evicted to be resized elsewhere")
+    older = Marker(50.0, "preempted", "Preempted", "by ns/big")
+    view = workloads_view(
+        [], [], [job], [], lambda *_: None,
+        [(("Job", "ns", "crunch"), "crunch-a", older), (("Job", "ns", "crunch"), "crunch-b", moved),
+         (("Job", "ns", "other"), "x", moved)],
+    )  # fmt: skip
+    (row,) = view["workloads"]
+    assert [(d["pod"], d["kind"]) for d in row["departed"]] == [
+        ("crunch-b", "moved"),
+        ("crunch-a", "preempted"),
+    ]

@@ -56,6 +56,7 @@ __all__ = [
     "timestamp",
     "vpa_covers",
     "with_decision",
+    "workload_of",
 ]
 
 NAN: Final = math.nan
@@ -460,7 +461,8 @@ def _last_terminated(status: Mapping[str, Any] | None) -> Mapping[str, Any] | No
 def status_markers(
     old: Mapping[str, Any] | None, new: Mapping[str, Any], *, now: float
 ) -> list[tuple[Marker, str]]:
-    """Restarts and OOM kills that ``new`` shows and ``old`` did not, with dedup keys.
+    """Restarts and OOM kills (of a container restarted after it, or of one that ends there)
+    that ``new`` shows and ``old`` did not, with dedup keys.
 
     A pod seen for the first time (``old`` None) contributes its last restart, if any, so a
     dashboard started later still marks it."""
@@ -479,6 +481,18 @@ def status_markers(
     before, after = statuses(old), statuses(new)
     out: list[tuple[Marker, str]] = []
     for name, cs in after.items():
+        ended = (cs.get("state") or {}).get("terminated") or {}
+        if ended.get("reason") == "OOMKilled":  # killed for good (restartPolicy Never...)
+            was = ((before.get(name) or {}).get("state") or {}).get("terminated") or {}
+            finished = timestamp(ended.get("finishedAt"))
+            if was.get("finishedAt") != ended.get("finishedAt") or old is None:
+                detail = f"exit code {ended.get('exitCode')}; not restarted"
+                out.append(
+                    (
+                        Marker(finished or now, "oom-killed", "OOMKilled", detail, name),
+                        f"oom/{name}/ended/{ended.get('finishedAt')}",
+                    )
+                )
         count = int(cs.get("restartCount") or 0)
         previous = int((before.get(name) or {}).get("restartCount") or 0) if old else 0
         if count <= previous:
@@ -527,6 +541,20 @@ def owner_chain(
         chain.append(current)
         current = owner_of(current.kind, summary.namespace, current.name)
     return chain
+
+
+def workload_of(
+    summary: PodSummary, owner_of: Callable[[str, str, str], Owner | None]
+) -> tuple[str, str, str] | None:
+    """``(kind, namespace, name)`` of the workload a pod belongs to on the workloads page: its
+    controller, or the Deployment above its ReplicaSet."""
+    top = summary.owner
+    if top is None:
+        return None
+    above = owner_of(top.kind, summary.namespace, top.name)
+    if top.kind == "ReplicaSet" and above is not None and above.kind == "Deployment":
+        top = above
+    return (top.kind, summary.namespace, top.name)
 
 
 def vpa_covers(vpa: Mapping[str, Any], namespace: str, chain: Sequence[Owner]) -> bool:

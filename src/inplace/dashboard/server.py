@@ -266,6 +266,7 @@ class DashboardServer:
                 state.jobs.list(),
                 state.summaries.values(),
                 state.owner_of,
+                state.departed,
             ),
         )
 

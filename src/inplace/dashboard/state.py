@@ -49,7 +49,7 @@ from inplace.client import (
     key_of,
 )
 
-from .history import VPA_FIELDS, PodHistory
+from .history import VPA_FIELDS, Marker, PodHistory
 from .model import (
     Owner,
     PodSummary,
@@ -62,6 +62,7 @@ from .model import (
     timestamp,
     vpa_covers,
     with_decision,
+    workload_of,
 )
 
 __all__ = ["DashboardState"]
@@ -72,6 +73,7 @@ Obj = dict[str, Any]
 
 _METRICS_RETRY = Backoff(5.0, 60.0)
 _NO_RECOMMENDATION = (math.nan,) * len(VPA_FIELDS)
+_DEPARTURES = ("moved", "preempted")
 
 
 def _namespace(obj: Obj) -> list[str]:
@@ -89,6 +91,7 @@ class DashboardState:
         metrics_interval: float = 2.5,
         clock: Callable[[], float] = time.time,
         parked_events: int = 2000,
+        departures: int = 500,
     ) -> None:
         self.client = client
         self.window = window
@@ -130,6 +133,11 @@ class DashboardState:
         """Pod key → name of the VPA that covers it."""
         self.node_usage: dict[str, tuple[float, float, float]] = {}
         """Node name → (time, cpu millicores, memory bytes) from NodeMetrics."""
+        self.departed: collections.deque[tuple[tuple[str, str, str], str, Marker]] = (
+            collections.deque(maxlen=departures)
+        )
+        """Pods that left their workload with a move or a preemption: (workload, pod,
+        marker), newest last, for the workloads page."""
         self.metrics_polls = 0
         """Completed reads of metrics.k8s.io."""
         self.metrics_available: bool | None = None
@@ -311,8 +319,16 @@ class DashboardState:
         self.versions.pop(key, None)
         self.vpa_of.pop(key, None)
         if summary is not None:
-            self.histories.pop(summary.uid, None)
+            history = self.histories.pop(summary.uid, None)
             self.key_of_uid.pop(summary.uid, None)
+            workload = workload_of(summary, self.owner_of)
+            last = (
+                next((m for m in reversed(history.markers) if m.kind in _DEPARTURES), None)
+                if history is not None
+                else None
+            )
+            if workload is not None and last is not None:
+                self.departed.append((workload, summary.name, last))
         self._notify()
 
     # -- events ----------------------------------------------------------------------------
@@ -438,6 +454,8 @@ class DashboardState:
         before = self.clock() - self.window
         for history in self.histories.values():
             history.trim(before)
+        while self.departed and self.departed[0][2].at < before:
+            self.departed.popleft()
 
 
 def _usage(usage: Any) -> tuple[float, float] | None:

@@ -24,8 +24,16 @@ import numpy as np
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import container_limits, container_requests
 
-from .history import SIZE_FIELDS, VPA_FIELDS, FloatArray, PodHistory
-from .model import Owner, PodSummary, byte_count, millicores, quantities, timestamp
+from .history import SIZE_FIELDS, VPA_FIELDS, FloatArray, Marker, PodHistory
+from .model import (
+    Owner,
+    PodSummary,
+    byte_count,
+    millicores,
+    quantities,
+    timestamp,
+    workload_of,
+)
 
 __all__ = [
     "SPARK_POINTS",
@@ -444,19 +452,22 @@ def workloads_view(
     jobs: Iterable[Mapping[str, Any]],
     summaries: Iterable[PodSummary],
     owner_of: Callable[[str, str, str], Owner | None],
+    departed: Iterable[tuple[tuple[str, str, str], str, Marker]] = (),
 ) -> dict[str, Any]:
     """Each Deployment (its pods through its ReplicaSets), each ReplicaSet no Deployment owns,
-    and each Job, with counts per :func:`progress_of` state and the pods that wait, why.
+    and each Job, with counts per :func:`progress_of` state, the pods that wait and why, and
+    the pods it lost lately to a move or a preemption (``departed``: workload, pod, marker).
     A workload's own status is shown as it is: empty while no controller writes it."""
     pods_of: dict[tuple[str, str, str], list[PodSummary]] = {}
     for s in summaries:
-        if s.owner is None:
-            continue
-        top = s.owner
-        above = owner_of(top.kind, s.namespace, top.name)
-        if top.kind == "ReplicaSet" and above is not None and above.kind == "Deployment":
-            top = above
-        pods_of.setdefault((top.kind, s.namespace, top.name), []).append(s)
+        workload = workload_of(s, owner_of)
+        if workload is not None:
+            pods_of.setdefault(workload, []).append(s)
+    gone: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for workload, pod_name, marker in departed:
+        gone.setdefault(workload, []).append(
+            {"pod": pod_name, "kind": marker.kind, "message": marker.message, "at": marker.at}
+        )
 
     rows: list[dict[str, Any]] = []
 
@@ -495,6 +506,9 @@ def workloads_view(
                 "pods": len(pods),
                 "progress": progress,
                 "waiting": waiting,
+                "departed": sorted(
+                    gone.get((kind, namespace, name), []), key=lambda d: -float(d["at"])
+                ),
                 "template": {
                     n: {"cpu": [_num(v[0]), _num(v[1])], "memory": [_num(v[2]), _num(v[3])]}
                     for n, v in sizes.items()

@@ -667,7 +667,7 @@
       <p class="note" id="workloads-note"></p>
       <table id="workloads"><thead><tr><th scope="col">Workload</th><th scope="col">Pods</th>
         <th scope="col">Resize progress</th><th scope="col">Status</th><th scope="col">Conditions</th>
-        <th scope="col">Waiting</th></tr></thead><tbody></tbody></table>`;
+        <th scope="col">Waiting, moved, preempted</th></tr></thead><tbody></tbody></table>`;
     const tbody = main.querySelector("#workloads tbody");
     const source = stream({ view: "workloads" }, {
       workloads(view) {
@@ -684,7 +684,8 @@
           const waiting = w.waiting.map((p) => {
             const [ns, name] = p.key.split("/");
             return `<div><a href="${podHref(ns, name)}">${esc(name)}</a> <span class="badge ${esc(p.state)}">${esc(p.state)}</span> ${esc(p.message)}</div>`;
-          }).join("") || "—";
+          }).concat(w.departed.map((d) => `<div>${esc(d.pod)} <span class="badge">${esc(MARKER_LABELS[d.kind] || d.kind)}</span>
+            ${fmtAgo(d.at, view.meta.now)} ago: ${esc(d.message)}</div>`)).join("") || "—";
           return `<tr data-key="${esc(w.key)}"><th scope="row">${esc(w.kind)} ${esc(w.namespace)}/${esc(w.name)}</th>
             <td class="num">${w.pods}</td>
             <td><div class="progress" role="img" aria-label="${esc(words)}">${seg}</div><div class="bar-text">${esc(words)}</div></td>
