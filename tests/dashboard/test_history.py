@@ -63,6 +63,22 @@ def test_a_ring_holds_exactly_the_newest_samples(capacity: int, gaps: list[float
     assert ring.allocated <= capacity
 
 
+@given(
+    capacity=st.integers(1, 30),
+    count=st.integers(0, 90),
+    start=st.floats(-5.0, 100.0),
+)
+def test_since_is_a_filter_whatever_the_wrap(capacity: int, count: int, start: float) -> None:
+    ring = UsageRing(capacity, initial=1)
+    for t in range(count):
+        ring.append(float(t), float(t) * 2, float(t) * 3)
+    kept = [float(t) for t in range(count)][-capacity:] if count else []
+    times, cpu, memory = ring.since(start)
+    assert times.tolist() == [t for t in kept if t >= start]
+    assert cpu.tolist() == [t * 2 for t in times.tolist()]
+    assert memory.tolist() == [t * 3 for t in times.tolist()]
+
+
 def test_steps_keep_changes_only_and_nan_equals_nan() -> None:
     steps = Steps(2)
     assert steps.record(10.0, (1.0, NAN))

@@ -112,10 +112,20 @@ class UsageRing:
         return np.concatenate([self._data[:, self._start :], self._data[:, : end - size]], axis=1)
 
     def since(self, start: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """``(times, cpu, memory)`` of the samples at or after ``start``, oldest first."""
-        data = self._ordered()
-        first = int(np.searchsorted(data[0], start, side="left"))
-        return data[0, first:], data[1, first:], data[2, first:]
+        """``(times, cpu, memory)`` of the samples at or after ``start``, oldest first (only
+        those are copied: a sparkline of ten minutes does not copy an hour)."""
+        size, head = self._data.shape[1], self._start
+        first_len = min(self._count, size - head)  # the part before the wrap, then the rest
+        rest = self._count - first_len
+        if rest and start > self._data[0, head + first_len - 1]:
+            i = int(np.searchsorted(self._data[0, :rest], start, side="left"))
+            data = self._data[:, i:rest].copy()
+        else:
+            i = int(np.searchsorted(self._data[0, head : head + first_len], start, side="left"))
+            data = np.concatenate(
+                [self._data[:, head + i : head + first_len], self._data[:, :rest]], axis=1
+            )
+        return data[0], data[1], data[2]
 
 
 class Steps:

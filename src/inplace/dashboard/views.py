@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import container_limits, container_requests
@@ -70,10 +71,12 @@ def _sum(values: Iterable[float]) -> float:
     return total if seen else math.nan
 
 
-def _pick(count: int, limit: int) -> np.ndarray:
+def _pick(count: int, limit: int) -> npt.NDArray[np.intp]:
+    """At most ``limit`` indexes spread evenly over ``count``, the first and the last among
+    them."""
     if count <= limit:
         return np.arange(count)
-    return np.unique(np.linspace(0, count - 1, limit).round().astype(int))
+    return (np.arange(limit) * (count - 1) // (limit - 1)).astype(np.intp)
 
 
 def pod_row(summary: PodSummary, history: PodHistory | None, *, now: float) -> dict[str, Any]:
@@ -89,9 +92,9 @@ def pod_row(summary: PodSummary, history: PodHistory | None, *, now: float) -> d
             usage_memory = _sum(s[2] for s in latest if s)
         times, cpu, memory = _pod_usage(history, now - SPARK_SECONDS)
         keep = _pick(len(times), SPARK_POINTS)
-        spark_t = [round(float(t), 1) for t in times[keep]]
-        spark_cpu = [round(float(v), 1) for v in cpu[keep]]
-        spark_memory = [float(round(v)) for v in memory[keep]]
+        spark_t = np.round(times[keep], 1).tolist()
+        spark_cpu = np.round(cpu[keep], 1).tolist()
+        spark_memory = np.round(memory[keep]).tolist()
     c = summary.containers
     return {
         "key": summary.key,
@@ -140,6 +143,8 @@ def _pod_usage(history: PodHistory, start: float) -> tuple[FloatArray, FloatArra
     if not parts:
         empty = np.empty(0)
         return empty, empty, empty
+    if len(parts) == 1:
+        return parts[0]
     times = parts[0][0]
     cpu = np.zeros(len(times))
     memory = np.zeros(len(times))

@@ -421,6 +421,19 @@
     return [c.t, s.request, s.limit, s.allocated, s.lower, s.target, s.upper, s.usage];
   }
 
+  // uPlot is loaded by the pod page only: the other pages draw no chart.
+  let chartsLoaded = null;
+  function loadCharts() {
+    chartsLoaded ||= new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = "/static/vendor/uplot/uPlot.iife.min.js";
+      script.onload = resolve;
+      script.onerror = reject;
+      document.head.appendChild(script);
+    });
+    return chartsLoaded;
+  }
+
   function makeChart(target, resource, box, width, view) {
     const fmt = fmtFor(resource);
     const stepped = uPlot.paths.stepped({ align: 1 });
@@ -628,16 +641,20 @@
       preview();
     }
 
-    source = stream({ view: "pod", namespace, name }, {
-      pod(d) {
-        facts(d);
-        drawContainers(d);
-        drawMarkers(d);
-        if (!formReady) { buildForm(d); formReady = true; } else refreshForm(d);
-      },
-      missing() {
-        main.querySelector("#pod-resize").textContent = `Pod ${namespace}/${name} does not exist (any more).`;
-      },
+    let closed = false;
+    loadCharts().then(() => {
+      if (closed) return;
+      source = stream({ view: "pod", namespace, name }, {
+        pod(d) {
+          facts(d);
+          drawContainers(d);
+          drawMarkers(d);
+          if (!formReady) { buildForm(d); formReady = true; } else refreshForm(d);
+        },
+        missing() {
+          main.querySelector("#pod-resize").textContent = `Pod ${namespace}/${name} does not exist (any more).`;
+        },
+      });
     });
     const resize = () => {
       for (const id of Object.keys(charts)) {
@@ -647,7 +664,8 @@
     };
     window.addEventListener("resize", resize);
     return () => {
-      source.close();
+      closed = true;
+      if (source) source.close();
       window.removeEventListener("resize", resize);
       for (const id of Object.keys(charts)) charts[id].plot.destroy();
       exposed.charts = {};
