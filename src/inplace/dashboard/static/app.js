@@ -62,7 +62,12 @@
   function stream(params, handlers) {
     const source = new EventSource(`/api/stream?${new URLSearchParams(params)}`);
     source.onopen = () => setConnection("live", true);
-    source.onerror = () => setConnection("reconnecting…", false);
+    source.onerror = () => setConnection(
+      source.readyState === EventSource.CLOSED
+        ? "refused: open the dashboard's URL (with its token) again"
+        : "reconnecting…",
+      false,
+    );
     for (const [event, handle] of Object.entries(handlers)) {
       source.addEventListener(event, (message) => {
         const data = JSON.parse(message.data);
@@ -326,8 +331,9 @@
           schedule(true);
         },
       });
-      source.addEventListener("error", () => {
-        fetch(`/api/stream?${new URLSearchParams({ view: "pods", ...filters })}`).then(async (r) => {
+      source.addEventListener("error", () => {  // refused (not a lost connection): say why
+        if (source.readyState !== EventSource.CLOSED) return;
+        fetch(`/api/view?${new URLSearchParams({ view: "pods", ...filters })}`).then(async (r) => {
           if (r.status === 400) { main.querySelector("#pods-error").textContent = (await r.json()).error; source.close(); }
         }).catch(() => {});
       });
