@@ -11,7 +11,14 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICIES, RESIZE_POLICY
+from inplace.api.annotations import (
+    OOM_KILL_DISABLE,
+    ORIGINAL_RESOURCES,
+    RESIZE_POLICIES,
+    RESIZE_POLICY,
+    SHRINKABLE,
+    parse_original_resources,
+)
 from inplace.api.names import (
     dns1123_label_errors,
     label_value_errors,
@@ -509,6 +516,15 @@ def _validate_inplace_annotations(errs: list[FieldError], annotations: object, p
     oom = annotations.get(OOM_KILL_DISABLE)
     if oom is not None and oom not in ("true", "false"):
         errs.append(not_supported(key_path(path, OOM_KILL_DISABLE), oom, ("true", "false")))
+    shrinkable = annotations.get(SHRINKABLE)
+    if shrinkable is not None and shrinkable not in ("true", "false"):
+        errs.append(not_supported(key_path(path, SHRINKABLE), shrinkable, ("true", "false")))
+    original = annotations.get(ORIGINAL_RESOURCES)
+    if isinstance(original, str):
+        try:
+            parse_original_resources(original)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, ORIGINAL_RESOURCES), original, str(exc)))
 
 
 def validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:
