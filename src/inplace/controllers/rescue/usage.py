@@ -36,6 +36,7 @@ DEFAULT_MIN_HISTORY: Final = 10.0
 class _Series:
     readings: collections.deque[tuple[float, int, int]] = field(default_factory=collections.deque)
     first: float = 0.0
+    count: int = 0
     last_stamp: str = ""
 
 
@@ -60,6 +61,7 @@ class UsagePeaks:
         if stamp and stamp == series.last_stamp:
             return False
         series.last_stamp = stamp
+        series.count += 1
         series.readings.append((at, usage.cpu, usage.memory))
         while series.readings and series.readings[0][0] < at - self.window:
             series.readings.popleft()
@@ -90,15 +92,14 @@ class UsagePeaks:
 
     def peak(self, pod: str, container: str, now: float) -> Size | None:
         """The largest CPU and memory readings of the window, or None while the container's
-        history is too short to trust."""
+        history is too short to trust (or no reading is recent)."""
         series = self._series.get((pod, container))
-        if series is None or len(series.readings) < 2 or now - series.first < self.min_history:
+        if series is None or series.count < 2 or now - series.first < self.min_history:
             return None
-        cpu = memory = 0
-        for at, c, m in series.readings:
-            if at >= now - self.window:
-                cpu, memory = max(cpu, c), max(memory, m)
-        return Size(cpu, memory)
+        recent = [(c, m) for at, c, m in series.readings if at >= now - self.window]
+        if not recent:
+            return None
+        return Size(max(c for c, _ in recent), max(m for _, m in recent))
 
     def latest(self, pod: str, container: str) -> Size | None:
         series = self._series.get((pod, container))

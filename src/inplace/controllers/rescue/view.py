@@ -29,6 +29,8 @@ from inplace.api.conditions import find_condition
 from inplace.api.placement import (
     UNSCHEDULABLE_TAINT,
     affinity_matches,
+    format_cpu,
+    format_memory,
     insufficient_resources,
     tolerates,
     untolerated_taint,
@@ -435,11 +437,7 @@ def _amount(resource: str, quantity: Quantity) -> int:
 
 
 def _quantity(resource: str, value: int) -> str:
-    if resource == CPU:
-        return str(Quantity.from_milli(value))
-    if value % MIB == 0:
-        return f"{value // MIB}Mi"
-    return str(value)
+    return format_cpu(value) if resource == CPU else format_memory(value)
 
 
 def resize_patch(
