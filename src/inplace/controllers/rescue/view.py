@@ -74,6 +74,7 @@ from .usage import UsagePeaks
 
 __all__ = [
     "RescueSettings",
+    "allows_shrinking",
     "donor_of",
     "goal_of",
     "is_shrunk",
@@ -280,6 +281,13 @@ def vpa_of(pod: Obj, vpas: Iterable[Obj], owner_of: OwnerLookup) -> Obj | None:
 
 def _allowed_by_vpa(vpa: Obj | None) -> bool:
     return vpa is not None and update_mode(vpa) in (IN_PLACE, IN_PLACE_OR_RECREATE)
+
+
+def allows_shrinking(pod: Obj, vpa: Obj | None) -> bool:
+    """``inplace.dev/shrinkable: "true"``, or a VPA in ``InPlace``/``InPlaceOrRecreate`` and
+    not ``inplace.dev/shrinkable: "false"``."""
+    annotation = _annotations(pod).get(SHRINKABLE)
+    return annotation == "true" or (annotation != "false" and _allowed_by_vpa(vpa))
 
 
 def _in_step(pod: Obj) -> str:
