@@ -34,6 +34,7 @@ upstream's preemption reprieves victims).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -150,7 +151,7 @@ class ContainerShare:
         return (self.request - self.floor).positive()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Donor:
     """A running pod that may be shrunk.
 
@@ -176,7 +177,7 @@ class Donor:
         """The pod's charge once its containers' requests add up to ``total``."""
         return (total + self.charge - self.requested).max(self.fixed)
 
-    @property
+    @functools.cached_property
     def reclaimable(self) -> Size:
         """How much the node gains when every container is at its floor."""
         floors = Size.total(c.request.min(c.floor) for c in self.containers)
@@ -237,6 +238,8 @@ class Plan:
     """Pending pods that fit a node as it is (key → node): nothing to shrink for them."""
     unplaced: tuple[str, ...] = ()
     """Pending pods no shrinking can place."""
+    rooms: tuple[NodeRoom, ...] = ()
+    """Every node's room once the pods placed above are (the room left for anything else)."""
 
 
 # -- choosing donors ---------------------------------------------------------------------------
@@ -449,7 +452,7 @@ def plan(
         rooms[node_name] = replace(
             room, free=room.free + freed - pod.request, free_pods=room.free_pods - 1
         )
-    return Plan(tuple(rescues), fits, tuple(unplaced))
+    return Plan(tuple(rescues), fits, tuple(unplaced), tuple(rooms.values()))
 
 
 # -- growing back ------------------------------------------------------------------------------

@@ -34,10 +34,25 @@ DEFAULT_MIN_HISTORY: Final = 10.0
 
 @dataclass
 class _Series:
-    readings: collections.deque[tuple[float, int, int]] = field(default_factory=collections.deque)
+    cpu: collections.deque[tuple[float, int]] = field(default_factory=collections.deque)
+    """Readings whose CPU no later reading exceeds, oldest first: the front is the peak."""
+    memory: collections.deque[tuple[float, int]] = field(default_factory=collections.deque)
     first: float = 0.0
     count: int = 0
+    last: tuple[float, int, int] | None = None
     last_stamp: str = ""
+
+
+def _push(queue: collections.deque[tuple[float, int]], at: float, value: int) -> None:
+    """Sliding-window maximum: a reading makes every earlier smaller one irrelevant."""
+    while queue and queue[-1][1] <= value:
+        queue.pop()
+    queue.append((at, value))
+
+
+def _trim(queue: collections.deque[tuple[float, int]], since: float) -> None:
+    while queue and queue[0][0] < since:
+        queue.popleft()
 
 
 class UsagePeaks:
@@ -62,9 +77,11 @@ class UsagePeaks:
             return False
         series.last_stamp = stamp
         series.count += 1
-        series.readings.append((at, usage.cpu, usage.memory))
-        while series.readings and series.readings[0][0] < at - self.window:
-            series.readings.popleft()
+        series.last = (at, usage.cpu, usage.memory)
+        _push(series.cpu, at, usage.cpu)
+        _push(series.memory, at, usage.memory)
+        _trim(series.cpu, at - self.window)
+        _trim(series.memory, at - self.window)
         return True
 
     def record_pod_metrics(self, items: Iterable[Mapping[str, Any]]) -> int:
@@ -96,16 +113,17 @@ class UsagePeaks:
         series = self._series.get((pod, container))
         if series is None or series.count < 2 or now - series.first < self.min_history:
             return None
-        recent = [(c, m) for at, c, m in series.readings if at >= now - self.window]
-        if not recent:
+        _trim(series.cpu, now - self.window)
+        _trim(series.memory, now - self.window)
+        if not series.cpu or not series.memory:
             return None
-        return Size(max(c for c, _ in recent), max(m for _, m in recent))
+        return Size(series.cpu[0][1], series.memory[0][1])
 
     def latest(self, pod: str, container: str) -> Size | None:
         series = self._series.get((pod, container))
-        if series is None or not series.readings:
+        if series is None or series.last is None:
             return None
-        _, cpu, memory = series.readings[-1]
+        _, cpu, memory = series.last
         return Size(cpu, memory)
 
     def forget(self, pod: str) -> None:
