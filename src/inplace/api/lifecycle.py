@@ -14,9 +14,52 @@ from typing import Any
 from inplace.api.resources import qos_class
 from inplace.api.strategy import ObjectReader, Rejected
 
-__all__ = ["admit_pod_priority", "pod_grace_period", "prepare_pod_for_create"]
+__all__ = [
+    "DEFAULT_SERVICE_ACCOUNT",
+    "admit_pod",
+    "admit_pod_priority",
+    "admit_pod_service_account",
+    "pod_grace_period",
+    "prepare_pod_for_create",
+]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+_SERVICE_ACCOUNT = ("", "ServiceAccount")
+_MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+#: The ServiceAccount every namespace has and every pod runs as unless it names another.
+DEFAULT_SERVICE_ACCOUNT = "default"
+
+
+def admit_pod(pod: dict[str, Any], objects: ObjectReader) -> None:
+    """A new pod's admission steps, in upstream's plugin order."""
+    admit_pod_service_account(pod, objects)
+    admit_pod_priority(pod, objects)
+
+
+def admit_pod_service_account(pod: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``ServiceAccount`` admission plugin: a pod runs as the ``default``
+    ServiceAccount unless it names one, and the one it runs as must exist (the API server
+    creates ``default`` with each namespace). Mirror pods are left alone. Mounting the
+    account's token is not this step's business here."""
+    meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and _MIRROR_POD_ANNOTATION in annotations:
+        return
+    spec = pod.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    name = spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT
+    if not isinstance(name, str):
+        return  # validation reports the wrong type
+    spec["serviceAccountName"] = name
+    spec["serviceAccount"] = name
+    namespace = meta.get("namespace") or "default"
+    if objects.get(*_SERVICE_ACCOUNT, name, namespace) is None:
+        raise Rejected(
+            403,
+            f'pods "{meta.get("name", "")}" is forbidden: error looking up service account '
+            f'{namespace}/{name}: serviceaccount "{name}" not found',
+        )
 
 
 def admit_pod_priority(pod: dict[str, Any], objects: ObjectReader) -> None:

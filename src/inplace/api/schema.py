@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Final
 
+from inplace.api.godecode import base64_error
 from inplace.api.kinds import REGISTRY, Kind
 from inplace.api.models import dict_value, is_model, list_element, model_class, model_fields
 
@@ -752,6 +753,8 @@ def _entry(t: Type) -> _Entry:
         return (None, _LIST if tag is Tag.LIST else _MAP, t, 0, _entry(t.elem))
     if tag is Tag.ANY:
         return (None, _ANY, t, 0, None)
+    if tag is Tag.BYTES:  # every value takes the slow path: base64 is checked there
+        return (frozenset(), _SCALAR, t, 0, None)
     return (_ACCEPTS[tag], _SCALAR, t, _INT_LIMIT.get(tag, 0), None)
 
 
@@ -866,6 +869,12 @@ class _Checker:
         accepts, _, t, limit, _ = entry
         assert accepts is not None
         kind = _json_type(value)
+        if t.tag is Tag.BYTES and kind is str:
+            problem = base64_error(value)
+            if problem is not None:
+                self.errors.append(problem)
+            return
+        accepts = accepts or _ACCEPTS[t.tag]
         if kind not in accepts:
             self.wrong(t, value, holder, path, gopath)
         elif kind is int and limit and not -limit <= value < limit:

@@ -36,6 +36,7 @@ from inplace.api.validation.meta import validate_status_metadata
 
 __all__ = [
     "Admission",
+    "Allocator",
     "Defaulter",
     "GracePeriod",
     "ObjectReader",
@@ -83,6 +84,11 @@ class ObjectReader(Protocol):
 #: Mutating admission on create: may change the object, may consult other objects, raises
 #: :class:`Rejected` to refuse it.
 Admission = Callable[[dict[str, Any], ObjectReader], None]
+#: What the server hands out from a shared pool (a Service's cluster IP and node ports): given
+#: the object, the stored objects and, on update, the stored version (None on create). Raises
+#: :class:`inplace.api.validation.ValidationError` (a 422 naming the field) or
+#: :class:`Rejected`.
+Allocator = Callable[[dict[str, Any], ObjectReader, Mapping[str, Any] | None], None]
 
 
 class Rejected(Exception):
@@ -125,6 +131,13 @@ class Strategy:
     #: Upstream ``PrepareForCreate``: what the server sets whatever the request said (a pod's
     #: status starts ``Pending``).
     prepare_for_create: Callable[[dict[str, Any]], None] | None = None
+    #: Upstream ``PrepareForUpdate`` of the object itself, after the stored status is kept:
+    #: what the stored object lends a request that left it out (a Service's cluster IP).
+    prepare_for_update: Reset | None = None
+    #: Allocation from a shared pool, on create and on updates of the object itself, before
+    #: validation; the API server runs one allocation of a kind at a time, against a cache
+    #: that has caught up with the store, so what it hands out is unique.
+    allocate: Allocator | None = None
     #: Upstream ``Validate`` (create). None: metadata only (name, namespace, labels, ...).
     validate: Validator | None = None
     #: Upstream ``ValidateUpdate`` of the object itself, metadata included. None: the

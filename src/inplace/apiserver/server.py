@@ -33,6 +33,7 @@ from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
 from inplace.api.tables import to_table
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, TokenFile, User, authorize
+from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, forbidden, gone, qualified
 from inplace.apiserver.metrics import APIServerMetrics
@@ -90,6 +91,7 @@ class APIServer:
         self._nodes = registry.by_kind("", "Node")
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
         self._namespaces = registry.by_kind("", "Namespace")
+        self._cluster: ClusterObjects | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -131,6 +133,8 @@ class APIServer:
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        self._cluster = ClusterObjects(self.rest, self.config.host, self.port)
+        await self._cluster.ensure()
         self._spawn(self._compact_loop(), "compact")
         if self.config.tune_gc:
             self._spawn(_gc_loop(), "gc")
@@ -179,7 +183,10 @@ class APIServer:
                     log.exception("compaction to %d failed", target)
 
     def _on_change(self, event: CachedEvent) -> None:
-        """Finish deleting a terminating namespace once its last object is gone."""
+        """Finish deleting a terminating namespace once its last object is gone; put back
+        the cluster's own objects when they are deleted."""
+        if self._cluster is not None:
+            self._cluster.on_change(event, self._spawn)
         if event.type == "DELETED" and event.namespace and event.kind.namespaced:
             assert self.cache is not None and self._namespaces is not None
             ns = self.cache.get(

@@ -12,7 +12,10 @@ Public surface (the submodules are implementation detail):
 """
 
 from .api import (
+    CONFIGMAPS,
     DEPLOYMENTS,
+    ENDPOINTS,
+    ENDPOINTSLICES,
     EVENTS,
     JOBS,
     LEASES,
@@ -24,6 +27,9 @@ from .api import (
     PODS,
     PRIORITYCLASSES,
     REPLICASETS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
     VERTICALPODAUTOSCALERS,
     Client,
     PatchType,
@@ -63,7 +69,10 @@ from .workqueue import (
 )
 
 __all__ = [
+    "CONFIGMAPS",
     "DEPLOYMENTS",
+    "ENDPOINTS",
+    "ENDPOINTSLICES",
     "EVENTS",
     "JOBS",
     "LEASES",
@@ -75,6 +84,9 @@ __all__ = [
     "PODS",
     "PRIORITYCLASSES",
     "REPLICASETS",
+    "SECRETS",
+    "SERVICEACCOUNTS",
+    "SERVICES",
     "VERTICALPODAUTOSCALERS",
     "APIAlreadyExistsError",
     "APIBadRequestError",

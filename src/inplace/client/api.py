@@ -37,7 +37,10 @@ from .config import ClusterConfig
 from .errors import APIConnectionError, APIError, APIGoneError, error_from_status
 
 __all__ = [
+    "CONFIGMAPS",
     "DEPLOYMENTS",
+    "ENDPOINTS",
+    "ENDPOINTSLICES",
     "EVENTS",
     "JOBS",
     "LEASES",
@@ -49,6 +52,9 @@ __all__ = [
     "PODS",
     "PRIORITYCLASSES",
     "REPLICASETS",
+    "SECRETS",
+    "SERVICEACCOUNTS",
+    "SERVICES",
     "VERTICALPODAUTOSCALERS",
     "Client",
     "PatchType",
@@ -128,6 +134,12 @@ PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 EVENTS = Resource("", "v1", "events", True, "Event")
+CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", True, "Secret")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
+SERVICES = Resource("", "v1", "services", True, "Service")
+ENDPOINTS = Resource("", "v1", "endpoints", True, "Endpoints")
+ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices", True, "EndpointSlice")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 REPLICASETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
