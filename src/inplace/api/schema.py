@@ -436,9 +436,18 @@ def is_crd(kind: Kind) -> bool:
     return kind.model is None and kind.stored
 
 
+#: The pattern controller-gen writes for a ``resource.Quantity`` field of a CRD.
+_CRD_QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
+    r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
 def _crd_type(node: Mapping[str, Any], go_name: str) -> Type:
     if node.get("x-kubernetes-int-or-string"):
-        return Type(Tag.INT_OR_STRING)
+        # A Go resource.Quantity in the CRD's type: int-or-string with the quantity pattern.
+        is_quantity = node.get("pattern") == _CRD_QUANTITY_PATTERN
+        return Type(Tag.INT_OR_STRING, ref=QUANTITY_NAME if is_quantity else None)
     type_ = node.get("type")
     if type_ == "object":
         if "properties" in node:

@@ -14,6 +14,8 @@ What every kind gets without saying so (so it is not a field here):
 * the object itself keeps its stored ``status`` when the kind has a ``status`` subresource
   (:func:`keep_status`), and the ``status`` subresource keeps the stored ``spec``
   (:func:`keep_spec`) and runs no defaulting;
+* every quantity is stored and returned as upstream serializes it (``0.5`` → ``500m``,
+  :mod:`inplace.api.canonical`), on every write, subresources included;
 * a rejected field is a 422 listing every bad field
   (:class:`inplace.api.validation.ValidationError`); any other refusal raises
   :class:`Rejected` with upstream's code.

@@ -23,6 +23,7 @@ from typing import Any
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
+from inplace.api.canonical import canonicalize_quantities
 from inplace.api.kinds import Kind, Registry
 from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
 from inplace.api.patch import (
@@ -215,6 +216,7 @@ class REST:
         obj["apiVersion"] = kind.api_version
         obj["kind"] = kind.kind
         api_defaults.apply_defaults(kind, obj)
+        canonicalize_quantities(kind, obj)
         self._prepare_for_create(kind, obj)
         async with self._allocating(kind):
             self._allocate(kind, obj, None)
@@ -439,6 +441,7 @@ class REST:
         meta.pop("resourceVersion", None)
         if defaults:
             api_defaults.apply_defaults(kind, new, on_create=False)
+        canonicalize_quantities(kind, new)
         if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if subresource is None and kind.strategy.allocate is not None:
