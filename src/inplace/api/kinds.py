@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from inplace.api import defaults, lifecycle, selectors, services, tables
-from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
+from inplace.api.strategy import Strategy, SubresourceUpdate
 from inplace.api.validation import cluster, config, pods, resize, workloads
 from inplace.api.validation import services as service_rules
 
@@ -85,7 +85,9 @@ _POD = Strategy(
     validate=pods.validate_pod_create,
     validate_update=pods.validate_pod_update,
     validate_status_update=pods.validate_pod_status_update,
-    subresources={"resize": SubresourceUpdate(reset_status, resize.validate_pod_resize)},
+    subresources={
+        "resize": SubresourceUpdate(lifecycle.prepare_pod_resize, resize.validate_pod_resize)
+    },
     table=tables.POD_TABLE,
     selectable_fields=selectors.POD_FIELDS,
     grace_period=lifecycle.pod_grace_period,
