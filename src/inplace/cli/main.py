@@ -141,6 +141,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         tokens=TokenFile(data.tokens),
         log_root=data.logs / "pods",
         tune_gc=True,
+        protected_host_paths=(str(data.root),),
     )
 
     async def serve() -> None:

@@ -47,6 +47,8 @@ __all__ = [
     "NAMESPACES",
     "NODEMETRICS",
     "NODES",
+    "PERSISTENTVOLUMECLAIMS",
+    "PERSISTENTVOLUMES",
     "PODDISRUPTIONBUDGETS",
     "PODMETRICS",
     "PODS",
@@ -55,6 +57,7 @@ __all__ = [
     "SECRETS",
     "SERVICEACCOUNTS",
     "SERVICES",
+    "STORAGECLASSES",
     "VERTICALPODAUTOSCALERS",
     "Client",
     "PatchType",
@@ -145,6 +148,9 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 REPLICASETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
 JOBS = Resource("batch", "v1", "jobs", True, "Job")
 PODDISRUPTIONBUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
+PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
+PERSISTENTVOLUMECLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
+STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"
