@@ -9,7 +9,7 @@ import asyncio
 import base64
 from typing import Any
 
-from tests.apiserver.test_server import PODS, make_api, pod
+from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 from tests.poll import await_until
 

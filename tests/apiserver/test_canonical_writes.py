@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.test_server import PODS, make_api, pod
+from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 
 ISSUE = {
@@ -107,3 +107,60 @@ async def test_a_bad_quantity_is_still_reported_as_sent(apiserver: InProcessServ
         status, answer = await api.call("POST", PODS, body)
         assert status == 422
         assert 'Invalid value: "lots"' in answer["message"]
+
+
+async def test_status_writes_keep_what_they_leave_out(apiserver: InProcessServer) -> None:
+    """Upstream's pod status strategy: a writer that does not know ``observedGeneration``
+    cannot erase another's; owner references and the QoS class stay."""
+    api, session = await make_api(apiserver)
+    async with session:
+        body = issue_pod("s")
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u-owner"}
+        ]
+        assert (await api.call("POST", PODS, body))[0] == 201
+        first = {
+            "status": {
+                "observedGeneration": 1,
+                "conditions": [
+                    {"type": "PodResizePending", "status": "True", "observedGeneration": 1},
+                    {"type": "Ready", "status": "False", "observedGeneration": 1},
+                ],
+            }
+        }
+        status, _ = await api.call(
+            "PATCH", f"{PODS}/s/status", first, "application/merge-patch+json"
+        )
+        assert status == 200
+        _, current = await api.call("GET", f"{PODS}/s")
+        replaced = dict(current)
+        replaced["status"] = {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodResizePending", "status": "True"},
+                {"type": "Ready", "status": "True", "observedGeneration": 2},
+            ],
+        }
+        replaced["metadata"] = {**current["metadata"], "ownerReferences": []}
+        status, written = await api.call("PUT", f"{PODS}/s/status", replaced)
+        assert status == 200, written
+        assert written["status"]["observedGeneration"] == 1
+        assert written["status"]["qosClass"] == "Burstable"
+        assert [c.get("observedGeneration") for c in written["status"]["conditions"]] == [1, 2]
+        assert written["metadata"]["ownerReferences"] == body["metadata"]["ownerReferences"]
+
+
+async def test_a_gated_pod_says_so(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        body = pod("gated")
+        body["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+        status, created = await api.call("POST", PODS, body)
+        assert status == 201
+        [condition] = created["status"]["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "PodScheduled",
+            "False",
+            "SchedulingGated",
+        )
+        assert condition["message"] == "Scheduling is blocked due to non-empty scheduling gates"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.test_server import API, PODS, make_api
+from tests.apiserver.support import API, PODS, make_api
 from tests.conftest import InProcessServer
 
 ORIGINAL_CPU, ORIGINAL_CPU_LIMIT = "20m", "30m"

@@ -39,6 +39,12 @@ def test_apply_creates_every_kind_and_get_prints_upstream_columns(tour: Cluster)
         "pdb": "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE",
         "leases": "NAME HOLDER AGE",
         "vpa": "NAME MODE CPU MEM PROVIDED AGE",
+        "configmaps": "NAME DATA AGE",
+        "secrets": "NAME TYPE DATA AGE",
+        "serviceaccounts": "NAME SECRETS AGE",
+        "services": "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE",
+        "endpoints": "NAME ENDPOINTS AGE",
+        "endpointslices": "NAME ADDRESSTYPE PORTS ENDPOINTS AGE",
     }
     for resource, columns in expected.items():
         out = tour.kubectl("get", resource, "-n", "tour").stdout
@@ -301,7 +307,7 @@ spec:
 #: What EVERY_KIND created (the node agents' own Leases come and go on their own schedule).
 MANIFEST_OBJECTS = (
     "get",
-    "pods,deployments,replicasets,jobs,pdb,vpa,leases",
+    "pods,deployments,replicasets,jobs,pdb,vpa,leases,cm,secrets,sa,svc,ep,endpointslices",
     "-n",
     "tour",
     "-o",

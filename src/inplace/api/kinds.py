@@ -85,6 +85,7 @@ _POD = Strategy(
     validate=pods.validate_pod_create,
     validate_update=pods.validate_pod_update,
     validate_status_update=pods.validate_pod_status_update,
+    prepare_for_status_update=lifecycle.prepare_pod_status_update,
     subresources={
         "resize": SubresourceUpdate(lifecycle.prepare_pod_resize, resize.validate_pod_resize)
     },

@@ -15,6 +15,7 @@ from typing import Any
 
 from inplace.api.resources import qos_class
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
+from inplace.api.timestamps import rfc3339
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -24,6 +25,7 @@ __all__ = [
     "pod_grace_period",
     "prepare_pod_for_create",
     "prepare_pod_resize",
+    "prepare_pod_status_update",
 ]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
@@ -94,13 +96,61 @@ def admit_pod_priority(pod: dict[str, Any], objects: ObjectReader) -> None:
 
 def prepare_pod_for_create(pod: dict[str, Any]) -> None:
     """Upstream's pod ``PrepareForCreate``: the status is the server's (``Pending``, and the
-    QoS class the resources give), whatever the request said."""
+    QoS class the resources give), whatever the request said; a pod with scheduling gates
+    says so in a ``PodScheduled=False`` condition (``SchedulingGated``)."""
     status: dict[str, Any] = {"phase": "Pending"}
     try:
         status["qosClass"] = qos_class(pod)
     except ValueError:
         pass  # invalid quantities: validation reports them by field
+    spec = pod.get("spec")
+    if isinstance(spec, Mapping) and spec.get("schedulingGates"):
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(),
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ]
     pod["status"] = status
+
+
+def prepare_pod_status_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Upstream's ``podStatusStrategy.PrepareForUpdate``: owner references stay (old kubelets
+    corrupted them), a status without a QoS class keeps the stored one, and an
+    ``observedGeneration`` a writer leaves out (or sends as 0) keeps its stored value, for
+    the pod and for each condition, matched by type in order (``preserveOldObservedGeneration``:
+    a writer that does not know the field cannot erase another's)."""
+    meta = new.setdefault("metadata", {})
+    old_meta = old.get("metadata") or {}
+    if "ownerReferences" in old_meta:
+        meta["ownerReferences"] = copy_json(old_meta["ownerReferences"])
+    else:
+        meta.pop("ownerReferences", None)
+    status = new.get("status")
+    old_status = old.get("status")
+    if not isinstance(status, dict) or not isinstance(old_status, Mapping):
+        return
+    if not status.get("qosClass") and old_status.get("qosClass"):
+        status["qosClass"] = old_status["qosClass"]
+    if not status.get("observedGeneration") and old_status.get("observedGeneration"):
+        status["observedGeneration"] = old_status["observedGeneration"]
+    remembered: dict[Any, list[Any]] = {}
+    for condition in old_status.get("conditions") or ():
+        if isinstance(condition, Mapping):
+            remembered.setdefault(condition.get("type"), []).append(
+                condition.get("observedGeneration")
+            )
+    for condition in status.get("conditions") or ():
+        if not isinstance(condition, dict):
+            continue
+        queue = remembered.get(condition.get("type"))
+        previous = queue.pop(0) if queue else None
+        if not condition.get("observedGeneration") and previous:
+            condition["observedGeneration"] = previous
 
 
 def pod_grace_period(pod: Mapping[str, Any], requested: Any) -> int:

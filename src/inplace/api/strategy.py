@@ -136,6 +136,9 @@ class Strategy:
     #: Upstream ``PrepareForUpdate`` of the object itself, after the stored status is kept:
     #: what the stored object lends a request that left it out (a Service's cluster IP).
     prepare_for_update: Reset | None = None
+    #: Upstream ``PrepareForUpdate`` of the ``status`` subresource, after the stored spec is
+    #: kept: what else a status write may not change, or keeps when it leaves it out.
+    prepare_for_status_update: Reset | None = None
     #: Allocation from a shared pool, on create and on updates of the object itself, before
     #: validation; the API server runs one allocation of a kind at a time, against a cache
     #: that has caught up with the store, so what it hands out is unique.

@@ -508,6 +508,8 @@ class REST:
         new = obj
         if subresource == "status":
             keep_spec(new, old)
+            if kind.strategy.prepare_for_status_update is not None:
+                kind.strategy.prepare_for_status_update(new, old)
             return new, False
         if subresource is not None:
             update = kind.strategy.subresources.get(subresource)
