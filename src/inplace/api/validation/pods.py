@@ -11,12 +11,18 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICIES, RESIZE_POLICY
+from inplace.api.annotations import (
+    OOM_KILL_DISABLE,
+    RESIZE_POLICIES,
+    RESIZE_POLICY,
+    USAGE_PROFILE,
+)
 from inplace.api.names import (
     dns1123_label_errors,
     label_value_errors,
     qualified_name_errors,
 )
+from inplace.api.usage_profile import profile_errors
 from inplace.api.validation.equality import diff, semantic
 from inplace.api.validation.errors import (
     IMMUTABLE_MSG,
@@ -500,9 +506,25 @@ def validate_preemption_policy(errs: list[FieldError], value: object, path: str)
 MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 
 
-def _validate_inplace_annotations(errs: list[FieldError], annotations: object, path: str) -> None:
+def _container_names(spec: object) -> list[str]:
+    return [
+        str(c.get("name"))
+        for key in ("containers", "initContainers")
+        for c in objects_in(spec.get(key) if isinstance(spec, Mapping) else None)
+    ]
+
+
+def _validate_inplace_annotations(
+    errs: list[FieldError], annotations: object, path: str, spec: object
+) -> None:
+    """Our annotations' formats (``inplace.api.annotations``), each refused at its key."""
     if not isinstance(annotations, Mapping):
         return
+    profile = annotations.get(USAGE_PROFILE)
+    if profile is not None:
+        problem = profile_errors(profile, _container_names(spec))
+        if problem is not None:
+            errs.append(invalid(key_path(path, USAGE_PROFILE), profile, problem))
     policy = annotations.get(RESIZE_POLICY)
     if policy is not None and policy not in RESIZE_POLICIES:
         errs.append(not_supported(key_path(path, RESIZE_POLICY), policy, RESIZE_POLICIES))
@@ -519,7 +541,9 @@ def validate_pod_template(errs: list[FieldError], value: object, path: str) -> M
     annotations = validate_annotations(
         errs, meta.get("annotations"), child_path(path, "annotations")
     )
-    _validate_inplace_annotations(errs, annotations, child_path(path, "annotations"))
+    _validate_inplace_annotations(
+        errs, annotations, child_path(path, "annotations"), template.get("spec")
+    )
     spec = _validate_pod_spec(errs, template.get("spec"), child_path(path, "spec"))
     if spec.get("ephemeralContainers"):
         errs.append(
@@ -542,7 +566,9 @@ def validate_pod_create(errs: list[FieldError], pod: Mapping[str, Any]) -> None:
 def validate_pod(errs: list[FieldError], pod: Mapping[str, Any], *, create: bool) -> None:
     """Upstream ``validatePodMetadataAndSpec`` plus, on create, ``ValidatePodCreate``'s rules."""
     meta = validate_object_meta(errs, pod, namespaced=True, name_fn=name_is_dns_subdomain)
-    _validate_inplace_annotations(errs, meta.get("annotations"), "metadata.annotations")
+    _validate_inplace_annotations(
+        errs, meta.get("annotations"), "metadata.annotations", pod.get("spec")
+    )
     spec = _validate_pod_spec(errs, pod.get("spec"), "spec")
     for key in ("containers", "initContainers"):
         for i, container in enumerate(objects_in(spec.get(key))):
@@ -587,7 +613,9 @@ def validate_pod_update(
         # was stored, so only the metadata needs a look. Full validation cost more than the
         # rest of the write path together.
         meta = validate_object_meta(errs, new, namespaced=True, name_fn=name_is_dns_subdomain)
-        _validate_inplace_annotations(errs, meta.get("annotations"), "metadata.annotations")
+        _validate_inplace_annotations(
+            errs, meta.get("annotations"), "metadata.annotations", new_spec
+        )
         return
     validate_pod(errs, new, create=False)
     for key in ("containers", "initContainers"):
