@@ -23,6 +23,7 @@ from inplace.api.names import (
     qualified_name_errors,
 )
 from inplace.api.usage_profile import profile_errors
+from inplace.api.validation.env import validate_env, validate_env_from
 from inplace.api.validation.equality import diff, semantic
 from inplace.api.validation.errors import (
     IMMUTABLE_MSG,
@@ -142,24 +143,6 @@ def _validate_ports(errs: list[FieldError], value: object, path: str) -> None:
             errs.append(not_supported(child_path(idx, "protocol"), protocol, _PROTOCOLS))
 
 
-def _validate_env(errs: list[FieldError], value: object, path: str) -> None:
-    for i, env in enumerate(objects_in(as_list(errs, value, path))):
-        idx = index_path(path, i)
-        name = as_str(errs, env.get("name"), child_path(idx, "name"))
-        if not name:
-            errs.append(required(child_path(idx, "name")))
-        elif any(ord(ch) > 0x7F or not ch.isprintable() or ch == "=" for ch in name):
-            errs.append(
-                invalid(
-                    child_path(idx, "name"),
-                    name,
-                    "a valid environment variable name must consist only of printable ASCII "
-                    "characters other than '='",
-                )
-            )
-        as_str(errs, env.get("value"), child_path(idx, "value"))
-
-
 def _validate_string_list(errs: list[FieldError], value: object, path: str) -> None:
     for i, item in enumerate(as_list(errs, value, path)):
         as_str(errs, item, index_path(path, i))
@@ -233,7 +216,8 @@ def _validate_container_common(
     elif policy not in _TERMINATION_MESSAGE_POLICIES:
         errs.append(not_supported(tmp_path, policy, _TERMINATION_MESSAGE_POLICIES))
     _validate_ports(errs, container.get("ports"), child_path(path, "ports"))
-    _validate_env(errs, container.get("env"), child_path(path, "env"))
+    validate_env(errs, container.get("env"), child_path(path, "env"))
+    validate_env_from(errs, container.get("envFrom"), child_path(path, "envFrom"))
     mounts_path = child_path(path, "volumeMounts")
     mount_points: set[str] = set()
     for i, mount in enumerate(
