@@ -307,7 +307,8 @@ spec:
 #: What EVERY_KIND created (the node agents' own Leases come and go on their own schedule).
 MANIFEST_OBJECTS = (
     "get",
-    "pods,deployments,replicasets,jobs,pdb,vpa,leases,cm,secrets,sa,svc,ep,endpointslices",
+    "pods,deployments,replicasets,jobs,pdb,vpa,vpacheckpoint,leases,cm,secrets,sa,svc,ep,"
+    "endpointslices",
     "-n",
     "tour",
     "-o",
