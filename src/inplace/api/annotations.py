@@ -7,11 +7,7 @@ value with a 422 that names the annotation.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any, Final
-
-from .quantity import Quantity, QuantityError
+from typing import Final
 
 PREFIX: Final = "inplace.dev/"
 
@@ -30,8 +26,11 @@ OOM_KILL_DISABLE: Final = "inplace.dev/oom-kill-disable"
 resize raises the limit. ``"false"`` (the default) keeps the kernel's behaviour."""
 
 USAGE_PROFILE: Final = "inplace.dev/usage-profile"
-"""JSON: the usage a simulated node reports for the pod (constant, ramp or points; see
-:func:`inplace.node.simulated.parse_profile`)."""
+"""JSON: the usage a simulated node reports for the pod's containers: one profile for all,
+or an object of profiles by container name. A profile is constant (``{"cpu": "250m",
+"memory": "100Mi"}``), a ramp (``{"ramp": {"from": {...}, "to": {...}, "seconds": 600}}``)
+or points (``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}``, seconds since the
+container started). Parsed and validated by :mod:`inplace.api.usage_profile`."""
 
 SHRINKABLE: Final = "inplace.dev/shrinkable"
 """``"true"``: the rescue controller may shrink the pod's cpu and memory requests in place
@@ -43,7 +42,8 @@ ORIGINAL_RESOURCES: Final = "inplace.dev/original-resources"
 """JSON written by the rescue controller when it first shrinks a pod, so it can grow the pod
 back to its size even after a restart: per container, the cpu and memory requests and
 limits it had, ``{"main": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory":
-"1Gi"}}}``. Removed once the pod is back to that size. See :func:`parse_original_resources`."""
+"1Gi"}}}``. Removed once the pod is back to that size. Parsed and validated by
+:mod:`inplace.api.original_resources`."""
 
 # -- on nodes --------------------------------------------------------------------------------
 
@@ -55,56 +55,3 @@ LIMITS_ENFORCED: Final = "inplace.dev/limits-enforced"
 
 CGROUP_DRIVER: Final = "inplace.dev/cgroup-driver"
 """The node agent's cgroup driver: ``v1``, ``v2`` or ``none``."""
-
-
-# -- formats ---------------------------------------------------------------------------------
-
-OriginalResources = dict[str, dict[str, dict[str, Quantity]]]
-"""Container → ``requests``/``limits`` → ``cpu``/``memory`` → quantity."""
-
-
-def parse_original_resources(text: str) -> OriginalResources:
-    """The :data:`ORIGINAL_RESOURCES` annotation's value; ``ValueError`` names what is wrong."""
-    try:
-        raw: Any = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"must be JSON: {exc}") from None
-    if not isinstance(raw, Mapping):
-        raise ValueError("must be a JSON object of container names")
-    out: OriginalResources = {}
-    for container, sections in raw.items():
-        if not isinstance(sections, Mapping):
-            raise ValueError(f"{container}: must be an object with requests and limits")
-        parsed: dict[str, dict[str, Quantity]] = {}
-        for section, values in sections.items():
-            if section not in ("requests", "limits"):
-                raise ValueError(f"{container}: unknown key {section!r} (requests, limits)")
-            if not isinstance(values, Mapping):
-                raise ValueError(f"{container}.{section}: must be an object")
-            parsed[section] = {}
-            for name, value in values.items():
-                if name not in ("cpu", "memory"):
-                    raise ValueError(f"{container}.{section}: only cpu and memory, not {name!r}")
-                try:
-                    quantity = Quantity.from_json(value)
-                except QuantityError as exc:
-                    raise ValueError(f"{container}.{section}.{name}: {exc}") from None
-                if quantity.sign() < 0:
-                    raise ValueError(f"{container}.{section}.{name}: must not be negative")
-                parsed[section][name] = quantity
-        out[str(container)] = parsed
-    return out
-
-
-def format_original_resources(resources: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
-    """The annotation's value for per-container ``requests``/``limits`` (quantities or their
-    strings), compact and in a stable order."""
-    body = {
-        container: {
-            section: {name: str(value) for name, value in sorted(values.items())}
-            for section, values in sorted(sections.items())
-            if values
-        }
-        for container, sections in sorted(resources.items())
-    }
-    return json.dumps(body, separators=(",", ":"))

@@ -19,13 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inplace.api.annotations import (
-    ORIGINAL_RESOURCES,
-    SHRINKABLE,
-    OriginalResources,
-    parse_original_resources,
-)
+from inplace.api.annotations import ORIGINAL_RESOURCES, SHRINKABLE
 from inplace.api.conditions import find_condition
+from inplace.api.original_resources import OriginalResources, parse_original_resources
 from inplace.api.placement import (
     UNSCHEDULABLE_TAINT,
     affinity_matches,

@@ -1,10 +1,10 @@
-"""The formats of our annotations (api/annotations.py)."""
+"""The inplace.dev/original-resources annotation (api/original_resources.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from inplace.api.annotations import format_original_resources, parse_original_resources
+from inplace.api.original_resources import format_original_resources, parse_original_resources
 from inplace.api.quantity import Quantity
 
 
