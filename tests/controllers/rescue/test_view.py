@@ -62,10 +62,17 @@ def resized(pod: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
             set(),
         ),
         (pending(nominated="node-1"), set()),  # preemption is on its way
+        (
+            pending(
+                message="0/1 nodes are available: 1 Insufficient cpu. preempting 1 "
+                "lower-priority pod(s) on node node-1: default/low."
+            ),
+            set(),
+        ),
         (pending(reason="SchedulingGated"), set()),
         (running("a"), set()),
     ],
-    ids=["cpu", "both", "affinity", "nominated", "gated", "bound"],
+    ids=["cpu", "both", "affinity", "nominated", "preempting", "gated", "bound"],
 )
 def test_lacking(pod: dict[str, Any], expected: set[str]) -> None:
     assert lacking(pod) == expected

@@ -82,6 +82,7 @@ __all__ = [
     "pod_key",
     "resize_patch",
     "size_of",
+    "unsettled",
     "vpa_of",
 ]
 
@@ -158,7 +159,10 @@ def lacking(pod: Obj) -> frozenset[str]:
     cond = find_condition(pod, "PodScheduled")
     if cond is None or cond.get("status") != "False" or cond.get("reason") != "Unschedulable":
         return frozenset()
-    return insufficient_resources(str(cond.get("message") or ""))
+    message = str(cond.get("message") or "")
+    if "preempting" in message:
+        return frozenset()  # the scheduler is evicting lower-priority pods for it
+    return insufficient_resources(message)
 
 
 def node_ready(node: Obj) -> bool:
@@ -286,7 +290,7 @@ def allows_shrinking(pod: Obj, vpa: Obj | None) -> bool:
     return annotation == "true" or (annotation != "false" and _allowed_by_vpa(vpa))
 
 
-def _in_step(pod: Obj) -> str:
+def unsettled(pod: Obj) -> str:
     """Why the pod's size is not settled ("" when desired, allocated and actual agree)."""
     status = pod.get("status") or {}
     if status.get("phase") != "Running":
@@ -345,9 +349,9 @@ def donor_of(
         (pod.get("spec") or {}).get("resources") or {}
     ).get("limits"):
         return "pod-level resources cannot be resized"
-    unsettled = _in_step(pod)
-    if unsettled:
-        return unsettled
+    why = unsettled(pod)
+    if why:
+        return why
     key = pod_key(pod)
     lower_bounds: dict[str, ResourceList] = {}
     if vpa is not None:
