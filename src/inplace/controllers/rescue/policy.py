@@ -5,8 +5,11 @@ The controller (over the API) and the replay (over a simulated cluster) both cal
 carry out what it returns. The rules:
 
 * a rescue in flight (its donors resizing, the scheduler yet to retry) holds its pending pod
-  and its donors out of planning until the pod is placed or ``timeout`` passes (then it is
-  *expired*, and the pod is planned afresh: nothing is shrunk twice for it meanwhile);
+  and its donors out of planning until the pod is placed, or ``grace`` after every donor's
+  shrink was applied (the scheduler retries at once when room is freed: a pod still pending
+  then lost its room to another, which the scheduler may place on a node other than the one
+  planned), or ``timeout`` after it started; then it is *expired*, and the pod is planned
+  afresh with the room there is (nothing is shrunk twice for it meanwhile);
 * the other pending pods are planned together (:func:`~.model.plan`);
 * a node is *under pressure* while a rescue in flight or just planned targets it, or a
   pending pod fits it as it is (the scheduler is about to use the room);
@@ -35,10 +38,12 @@ from .model import (
     plan_growth,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "Decision", "InFlight", "Shrunk", "decide"]
+__all__ = ["DEFAULT_GRACE", "DEFAULT_TIMEOUT", "Decision", "InFlight", "Shrunk", "decide"]
 
 DEFAULT_TIMEOUT: Final = 60.0
 """Seconds a rescue may stay in flight before its pending pod is planned again."""
+DEFAULT_GRACE: Final = 2.0
+"""Seconds the scheduler is given to place a pending pod once its donors' shrinks applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,18 @@ class InFlight:
     node: str
     donors: tuple[str, ...]
     since: float
+    settled: float | None = None
+    """When every donor's shrink was seen applied (None: not yet)."""
+
+    def expired(self, now: float, *, timeout: float, grace: float) -> bool:
+        if self.settled is not None and now - self.settled >= grace:
+            return True
+        return now - self.since >= timeout
+
+    def deadline(self, *, timeout: float, grace: float) -> float:
+        """When :meth:`expired` turns True, unless something changes first."""
+        late = self.since + timeout
+        return late if self.settled is None else min(late, self.settled + grace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +100,12 @@ def decide(
     *,
     now: float,
     timeout: float = DEFAULT_TIMEOUT,
+    grace: float = DEFAULT_GRACE,
     search_limit: int = SEARCH_LIMIT,
 ) -> Decision:
-    expired = tuple(sorted(k for k, f in inflight.items() if now - f.since >= timeout))
+    expired = tuple(
+        sorted(k for k, f in inflight.items() if f.expired(now, timeout=timeout, grace=grace))
+    )
     active = {k: f for k, f in inflight.items() if k not in expired}
     busy = {d for f in active.values() for d in f.donors}
     result = plan(

@@ -24,11 +24,11 @@ import math
 import random
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from .model import ContainerShare, Donor, NodeRoom, Pending, Size, container_floor
-from .policy import DEFAULT_TIMEOUT, InFlight, Shrunk, decide
+from .policy import DEFAULT_GRACE, DEFAULT_TIMEOUT, InFlight, Shrunk, decide
 from .usage import UsagePeaks
 from .view import RescueSettings
 
@@ -271,6 +271,10 @@ class _Cluster:
                 )
         if not pending and not shrunk:
             return
+        for key, flight in list(self.inflight.items()):
+            settled = all(d in self.pods and self.pods[d].apply_at is None for d in flight.donors)
+            if flight.settled is None and settled:
+                self.inflight[key] = replace(flight, settled=self.now)
         decision = decide(
             pending, rooms, donors, shrunk, self.inflight, now=self.now, timeout=DEFAULT_TIMEOUT
         )
@@ -312,7 +316,10 @@ class _Cluster:
                 self._sample()
                 next_sample += SAMPLE_EVERY
                 dirty = True
-            if any(self.now - f.since >= DEFAULT_TIMEOUT for f in self.inflight.values()):
+            if any(
+                f.expired(self.now, timeout=DEFAULT_TIMEOUT, grace=DEFAULT_GRACE)
+                for f in self.inflight.values()
+            ):
                 dirty = True
             if not dirty:
                 continue
