@@ -342,6 +342,23 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
+def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+    return Component(
+        "controller-manager",
+        [
+            sys.executable,
+            "-m",
+            "inplace",
+            "controller-manager",
+            "--kubeconfig",
+            str(data.component_kubeconfig("controller-manager")),
+            "--node-monitor-grace-period",
+            f"{node_monitor_grace_period:g}s",
+        ],
+    )
+
+
 async def run_up(
     data: DataDir,
     *,
@@ -353,6 +370,7 @@ async def run_up(
     node_memory: str | None = None,
     simulated_nodes: int = 0,
     scheduler: bool = True,
+    node_monitor_grace_period: float = 40.0,
 ) -> int:
     check_data_dir(data.root)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
@@ -393,6 +411,12 @@ async def run_up(
             await supervisor.start(scheduler_component(data, metrics_port=metrics_port))
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
+        manager = controller_manager_component(
+            data, node_monitor_grace_period=node_monitor_grace_period
+        )
+        await supervisor.start(manager)
+        watchers.append(asyncio.create_task(supervisor.watch(manager)))
+        say("  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes)")
         if nodes > 0:
             for component in node_components(
                 data,
