@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 from inplace.client import (
     PODS,
+    APIConflictError,
     Client,
     Clock,
     Informer,
@@ -39,6 +41,11 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRY = 0.05
+"""Seconds before a key whose write lost a compare-and-swap (409) is reconciled again."""
 
 NAMESPACE_INDEX = "namespace"
 """Informer index of namespaced resources: the object's namespace."""
@@ -157,8 +164,17 @@ class QueueController:
     async def reconcile(self, key: str) -> float | None:
         raise NotImplementedError
 
+    async def _reconcile(self, key: str) -> float | None:
+        try:
+            return await self.reconcile(key)
+        except APIConflictError as exc:
+            # Written from a cache a step behind: expected, and the informer is about to
+            # deliver the newer object. Look again shortly, without an error in the log.
+            log.debug("%s: %s: %s; retrying", self.name, key, exc)
+            return CONFLICT_RETRY
+
     async def run(self) -> None:
         try:
-            await run_workers(self.queue, self.reconcile, self.workers)
+            await run_workers(self.queue, self._reconcile, self.workers)
         finally:
             self.queue.shutdown()
