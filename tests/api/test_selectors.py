@@ -8,13 +8,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from inplace.api.kinds import REGISTRY
 from inplace.api.selectors import (
+    METADATA_FIELDS,
     FieldSelector,
     LabelSelector,
     Requirement,
+    SelectableFields,
     SelectorError,
-    supported_fields,
 )
+
+
+def fields(kind: str) -> SelectableFields:
+    """The field labels the served kind called `kind` selects on, from its strategy; metadata
+    only for a kind the server does not serve."""
+    served = [k for k in REGISTRY.kinds if k.kind == kind]
+    return served[0].strategy.selectable_fields if served else METADATA_FIELDS
+
 
 # --- label selectors: parse and String() ---------------------------------------------------
 
@@ -456,13 +466,13 @@ POD: dict[str, Any] = {
     ],
 )
 def test_pod_field_selector(text: str, match: bool) -> None:
-    assert FieldSelector.parse(text, kind="Pod").matches(POD) is match
+    assert FieldSelector.parse(text, fields=fields("Pod")).matches(POD) is match
 
 
 def test_pod_ip_falls_back_to_pod_ip_field() -> None:
     pod = {"status": {"podIP": "10.1.1.1"}}
-    assert FieldSelector.parse("status.podIP=10.1.1.1", kind="Pod").matches(pod)
-    assert FieldSelector.parse("spec.hostNetwork=true", kind="Pod").matches(
+    assert FieldSelector.parse("status.podIP=10.1.1.1", fields=fields("Pod")).matches(pod)
+    assert FieldSelector.parse("spec.hostNetwork=true", fields=fields("Pod")).matches(
         {"spec": {"hostNetwork": True}}
     )
 
@@ -501,12 +511,12 @@ EVENT: dict[str, Any] = {
     ],
 )
 def test_event_field_selector(text: str, match: bool) -> None:
-    assert FieldSelector.parse(text, kind="Event").matches(EVENT) is match
+    assert FieldSelector.parse(text, fields=fields("Event")).matches(EVENT) is match
 
 
 def test_event_source_prefers_source_component() -> None:
     event = {**EVENT, "source": {"component": "kubelet"}}
-    assert FieldSelector.parse("source=kubelet", kind="Event").matches(event)
+    assert FieldSelector.parse("source=kubelet", fields=fields("Event")).matches(event)
 
 
 @pytest.mark.parametrize(
@@ -520,11 +530,11 @@ def test_event_source_prefers_source_component() -> None:
         ("Job", "status.successful=0", {"status": {}}, True),  # Go's zero value
         ("ReplicaSet", "status.replicas=2", {"status": {"replicas": 2}}, True),
         ("ReplicaSet", "status.replicas!=2", {"status": {"replicas": 1}}, True),
-        ("ConfigMap", "metadata.namespace=default", {"metadata": {"namespace": "default"}}, True),
+        ("Widget", "metadata.namespace=default", {"metadata": {"namespace": "default"}}, True),
     ],
 )
 def test_field_selector_per_kind(kind: str, text: str, obj: dict[str, Any], match: bool) -> None:
-    assert FieldSelector.parse(text, kind=kind).matches(obj) is match
+    assert FieldSelector.parse(text, fields=fields(kind)).matches(obj) is match
 
 
 @pytest.mark.parametrize(
@@ -541,11 +551,11 @@ def test_field_selector_per_kind(kind: str, text: str, obj: dict[str, Any], matc
 )
 def test_unsupported_field(kind: str, field: str) -> None:
     with pytest.raises(SelectorError, match=f"^field label not supported: {field}$"):
-        FieldSelector.parse(f"{field}=x", kind=kind)
+        FieldSelector.parse(f"{field}=x", fields=fields(kind))
 
 
 def test_supported_fields() -> None:
-    assert supported_fields("Pod") == {
+    assert fields("Pod").supported() == {
         "metadata.name",
         "metadata.namespace",
         "spec.nodeName",
@@ -557,12 +567,16 @@ def test_supported_fields() -> None:
         "status.podIP",
         "status.nominatedNodeName",
     }
-    assert supported_fields("Node") == {"metadata.name", "metadata.namespace", "spec.unschedulable"}
-    assert supported_fields("Job") == {"metadata.name", "metadata.namespace", "status.successful"}
-    assert supported_fields("ReplicaSet") >= {"status.replicas"}
-    assert supported_fields("Namespace") >= {"status.phase"}
-    assert len(supported_fields("Event")) == 13
-    assert supported_fields("Lease") == {"metadata.name", "metadata.namespace"}
+    assert fields("Node").supported() == {
+        "metadata.name",
+        "metadata.namespace",
+        "spec.unschedulable",
+    }
+    assert fields("Job").supported() == {"metadata.name", "metadata.namespace", "status.successful"}
+    assert fields("ReplicaSet").supported() >= {"status.replicas"}
+    assert fields("Namespace").supported() >= {"status.phase"}
+    assert len(fields("Event").supported()) == 13
+    assert fields("Lease").supported() == {"metadata.name", "metadata.namespace"}
 
 
 @pytest.mark.parametrize(
@@ -580,7 +594,7 @@ def test_supported_fields() -> None:
     ],
 )
 def test_field_selector_string_form(text: str, expected: str) -> None:
-    assert str(FieldSelector.parse(text, kind="Pod")) == expected
+    assert str(FieldSelector.parse(text, fields=fields("Pod"))) == expected
 
 
 @pytest.mark.parametrize(
@@ -594,7 +608,7 @@ def test_field_selector_string_form(text: str, expected: str) -> None:
     ],
 )
 def test_field_selector_unescapes_values(text: str, value: str) -> None:
-    selector = FieldSelector.parse(text, kind="Pod")
+    selector = FieldSelector.parse(text, fields=fields("Pod"))
     assert selector.exact("metadata.name") == value
     assert selector.matches({"metadata": {"name": value}})
 
@@ -613,25 +627,25 @@ def test_field_selector_unescapes_values(text: str, value: str) -> None:
 )
 def test_field_selector_parse_errors(text: str, message: str) -> None:
     with pytest.raises(SelectorError) as err:
-        FieldSelector.parse(text, kind="Pod")
+        FieldSelector.parse(text, fields=fields("Pod"))
     assert str(err.value) == message
 
 
 def test_field_selector_exact_is_for_index_lookups() -> None:
-    selector = FieldSelector.parse("spec.nodeName=n1,status.phase!=Failed", kind="Pod")
+    selector = FieldSelector.parse("spec.nodeName=n1,status.phase!=Failed", fields=fields("Pod"))
     assert selector.exact("spec.nodeName") == "n1"
     assert selector.exact("status.phase") is None  # != cannot use an index
     assert selector.exact("metadata.name") is None
-    assert FieldSelector.parse("spec.host=n2", kind="Pod").exact("spec.nodeName") == "n2"
-    assert FieldSelector.parse("", kind="Pod").is_everything()
+    assert FieldSelector.parse("spec.host=n2", fields=fields("Pod")).exact("spec.nodeName") == "n2"
+    assert FieldSelector.parse("", fields=fields("Pod")).is_everything()
     assert not selector.is_everything()
 
 
 @given(st.text(alphabet="ab=\\,", max_size=8))
 def test_field_values_round_trip_through_escaping(value: str) -> None:
-    selector = FieldSelector.parse("metadata.name=" + _escape(value), kind="Pod")
+    selector = FieldSelector.parse("metadata.name=" + _escape(value), fields=fields("Pod"))
     assert selector.exact("metadata.name") == value
-    assert FieldSelector.parse(str(selector), kind="Pod") == selector
+    assert FieldSelector.parse(str(selector), fields=fields("Pod")) == selector
 
 
 def _escape(value: str) -> str:

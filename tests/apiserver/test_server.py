@@ -12,6 +12,7 @@ import orjson
 
 from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
 from inplace.apiserver.server import APIServer, APIServerConfig
+from tests.apiserver.gizmo import GIZMO_REGISTRY, gizmo
 from tests.conftest import InProcessServer
 
 
@@ -71,6 +72,7 @@ async def make_api(server: InProcessServer) -> tuple[API, aiohttp.ClientSession]
 
 
 PODS = "/api/v1/namespaces/default/pods"
+GIZMOS = "/apis/example.inplace.dev/v1/namespaces/default/gizmos"
 
 
 async def test_create_get_update_conflict_and_generation(apiserver: InProcessServer) -> None:
@@ -410,3 +412,70 @@ async def test_concurrent_patches_retry_and_a_named_version_is_a_precondition(
         ops = [{"op": "replace", "path": "/metadata/resourceVersion", "value": stale}]
         code, _ = await api.call("PATCH", f"{PODS}/racer", ops, "application/json-patch+json")
         assert code == 409
+
+
+async def test_a_kind_is_served_from_its_registry_entry_alone(tmp_path: Path) -> None:
+    """Routing, discovery, OpenAPI, storage, REST and tables for a kind no code knows: one
+    `Kind(...)` entry with its strategy (`tests.apiserver.gizmo`) is all it takes."""
+    tokens = TokenFile(tmp_path / "tokens.csv")
+    admin = tokens.token_for("admin", (MASTERS_GROUP,))
+    config = APIServerConfig(data_dir=tmp_path / "apiserver", port=0, tokens=tokens)
+    server = APIServer(config, registry=GIZMO_REGISTRY)
+    await server.start()
+    try:
+        api, session = await make_api(
+            InProcessServer(server, f"http://127.0.0.1:{server.port}", admin, tokens)
+        )
+        async with session:
+            status, discovery = await api.call("GET", "/apis/example.inplace.dev/v1")
+            assert status == 200
+            resources = {r["name"]: r for r in discovery["resources"]}
+            assert set(resources) == {"gizmos", "gizmos/status", "gizmos/tune"}
+            assert resources["gizmos"]["shortNames"] == ["gz"]
+            status, openapi = await api.call("GET", "/openapi/v3/apis/example.inplace.dev/v1")
+            assert status == 200
+            tune = "/apis/example.inplace.dev/v1/namespaces/{namespace}/gizmos/{name}/tune"
+            assert set(openapi["paths"][tune]) >= {"get", "put", "patch"}
+
+            status, created = await api.call("POST", GIZMOS, gizmo())
+            assert (status, created["spec"], created["status"]) == (
+                201,
+                {"replicas": 1},
+                {"replicas": 0},
+            )
+            status, table = await api.call(
+                "GET", GIZMOS, Accept="application/json;as=Table;v=v1;g=meta.k8s.io"
+            )
+            assert status == 200
+            assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Replicas"]
+            assert [r["cells"] for r in table["rows"]] == [["g", 1]]
+            status, tuned = await api.call(
+                "PATCH",
+                f"{GIZMOS}/g/tune",
+                {"spec": {"replicas": 4}, "metadata": {"labels": {"x": "y"}}},
+                "application/merge-patch+json",
+            )
+            assert (status, tuned["spec"], tuned["metadata"].get("labels")) == (
+                200,
+                {"replicas": 4},
+                None,
+            )
+            status, listed = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.replicas%3D4")
+            assert (status, [g["metadata"]["name"] for g in listed["items"]]) == (200, ["g"])
+            status, listed = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.replicas%3D5")
+            assert (status, listed["items"]) == (200, [])
+            status, error = await api.call("GET", f"{GIZMOS}?fieldSelector=spec.paused%3Dtrue")
+            assert (status, error["message"]) == (400, "field label not supported: spec.paused")
+            status, error = await api.call(
+                "PUT", f"{GIZMOS}/g/status", tuned | {"status": {"readyReplicas": 9}}
+            )
+            assert (status, error["reason"]) == (422, "Invalid")
+            assert error["details"]["causes"] == [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "Invalid value: 9: must not exceed spec.replicas",
+                    "field": "status.readyReplicas",
+                }
+            ]
+    finally:
+        await server.stop()

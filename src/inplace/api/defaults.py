@@ -32,12 +32,25 @@ into a 500.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from inplace.api.kinds import Kind
 from inplace.api.quantity import Quantity, QuantityError
 
-__all__ = ["apply_defaults", "image_pull_policy", "spec_changed"]
+if TYPE_CHECKING:
+    from inplace.api.kinds import Kind
+
+__all__ = [
+    "apply_defaults",
+    "default_deployment",
+    "default_job",
+    "default_namespace",
+    "default_node",
+    "default_pod",
+    "default_priority_class",
+    "default_replica_set",
+    "image_pull_policy",
+    "spec_changed",
+]
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
@@ -99,18 +112,17 @@ def apply_defaults(kind: Kind, obj: dict[str, Any], *, on_create: bool = True) -
     """
     if not isinstance(obj, dict):
         return obj
-    defaulter = _DEFAULTERS.get((kind.group, kind.kind))
-    if defaulter is not None:
-        defaulter(obj, on_create)
+    kind.strategy.defaults(obj, on_create)
     return obj
 
 
 def spec_changed(kind: Kind, new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Whether `metadata.generation` must be bumped: the kind has a spec and it changed.
+    """Whether `metadata.generation` must be bumped: the kind's strategy says its spec
+    counts and the spec changed.
 
     Compared as stored JSON, so a no-op update (same spec re-sent) does not bump it.
     """
-    if not (kind.has_spec or kind.kind == "PodDisruptionBudget"):
+    if not kind.strategy.bumps_generation:
         return False
     new_spec = new.get("spec") if isinstance(new, Mapping) else None
     old_spec = old.get("spec") if isinstance(old, Mapping) else None
@@ -341,7 +353,9 @@ def _template(owner_spec: object) -> None:
         _pod_spec(spec, is_pod=False)
 
 
-def _pod(obj: dict[str, Any], on_create: bool) -> None:
+def default_pod(obj: dict[str, Any], on_create: bool) -> None:
+    """Pods: the pod spec's defaults; on create, the default tolerations and priority 0 when
+    no class is named."""
     spec = _existing_dict(obj, "spec")
     if spec is None:
         return
@@ -352,7 +366,8 @@ def _pod(obj: dict[str, Any], on_create: bool) -> None:
             spec["priority"] = 0
 
 
-def _deployment(obj: dict[str, Any], on_create: bool) -> None:
+def default_deployment(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_Deployment``: replicas, a 25%/25% rolling update, history, deadline."""
     spec = _dict(obj, "spec")
     if spec is None:
         return
@@ -375,7 +390,8 @@ def _deployment(obj: dict[str, Any], on_create: bool) -> None:
     _template(spec)
 
 
-def _replica_set(obj: dict[str, Any], on_create: bool) -> None:
+def default_replica_set(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_ReplicaSet``: one replica, and the template's pod spec."""
     spec = _dict(obj, "spec")
     if spec is None:
         return
@@ -384,7 +400,7 @@ def _replica_set(obj: dict[str, Any], on_create: bool) -> None:
     _template(spec)
 
 
-def _job(obj: dict[str, Any], on_create: bool) -> None:
+def default_job(obj: dict[str, Any], on_create: bool) -> None:
     """``SetDefaults_Job``, then (on create) the job strategy's generated selector."""
     spec = _dict(obj, "spec")
     if spec is None:
@@ -449,11 +465,14 @@ def _generate_job_selector(obj: dict[str, Any], spec: dict[str, Any]) -> None:
         match_labels.setdefault(JOB_CONTROLLER_UID_LABEL, uid)
 
 
-def _priority_class(obj: dict[str, Any], on_create: bool) -> None:
+def default_priority_class(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_PriorityClass``: ``PreemptLowerPriority``."""
     _setdefault(obj, "preemptionPolicy", "PreemptLowerPriority")
 
 
-def _namespace(obj: dict[str, Any], on_create: bool) -> None:
+def default_namespace(obj: dict[str, Any], on_create: bool) -> None:
+    """The name label, an ``Active`` phase, and (the namespace strategy, on create) the
+    ``kubernetes`` finalizer."""
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         name = metadata.get("name")
@@ -470,7 +489,8 @@ def _namespace(obj: dict[str, Any], on_create: bool) -> None:
             spec["finalizers"] = ["kubernetes"]
 
 
-def _node(obj: dict[str, Any], on_create: bool) -> None:
+def default_node(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_NodeStatus``: allocatable is the capacity unless reported."""
     status = _existing_dict(obj, "status")
     if status is None:
         return
@@ -479,22 +499,3 @@ def _node(obj: dict[str, Any], on_create: bool) -> None:
         status["allocatable"] = dict(capacity)
     _round_resource_list(status.get("capacity"))
     _round_resource_list(status.get("allocatable"))
-
-
-def _nothing(obj: dict[str, Any], on_create: bool) -> None:
-    """Kinds upstream does not default (PDBs, leases, events, the VPA CRD)."""
-
-
-_DEFAULTERS: Final = {
-    ("", "Pod"): _pod,
-    ("", "Namespace"): _namespace,
-    ("", "Node"): _node,
-    ("", "Event"): _nothing,
-    ("apps", "Deployment"): _deployment,
-    ("apps", "ReplicaSet"): _replica_set,
-    ("batch", "Job"): _job,
-    ("policy", "PodDisruptionBudget"): _nothing,
-    ("scheduling.k8s.io", "PriorityClass"): _priority_class,
-    ("coordination.k8s.io", "Lease"): _nothing,
-    ("autoscaling.k8s.io", "VerticalPodAutoscaler"): _nothing,
-}

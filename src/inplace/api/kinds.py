@@ -1,13 +1,22 @@
-"""The registry of every kind the API server serves.
+"""The registry of every kind the API server serves: the one place a kind is defined.
 
-One table drives routing, discovery, OpenAPI, storage keys and the table printers, so adding a
-kind is one entry here. Names, plurals, short names and subresources are upstream's.
+One table drives routing, discovery, OpenAPI, storage keys, REST, field selectors and the
+table printers. Each entry says where a kind lives in the API (names, plurals, short names and
+subresources are upstream's) and names its :class:`~inplace.api.strategy.Strategy`:
+defaulting, validation, admission, the Table printer, field selectors, generation and
+graceful deletion. Adding a kind is one entry here plus its rules in the modules they belong
+to (``validation/``, ``defaults.py``, ``tables/``, ``selectors.py``); see "Adding a kind" in
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from inplace.api import defaults, lifecycle, selectors, tables
+from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
+from inplace.api.validation import cluster, pods, resize, workloads
 
 
 @dataclass(frozen=True)
@@ -24,8 +33,6 @@ class Kind:
     categories: tuple[str, ...] = ()
     #: Kinds whose objects are kept in the store; the metrics kinds are computed on read.
     stored: bool = True
-    #: Kinds whose `spec` changes bump `metadata.generation`.
-    has_spec: bool = True
     verbs: tuple[str, ...] = (
         "create",
         "delete",
@@ -38,6 +45,8 @@ class Kind:
     )
     #: The model class in the official `kubernetes` client package, for schemas; None for CRDs.
     model: str | None = None
+    #: What the server does with the kind's objects (not part of a kind's identity).
+    strategy: Strategy = field(default_factory=Strategy, compare=False, repr=False)
 
     @property
     def singular(self) -> str:
@@ -68,9 +77,54 @@ class Kind:
 
 _READ_ONLY = ("get", "list")
 
+_POD = Strategy(
+    defaults=defaults.default_pod,
+    admit=lifecycle.admit_pod_priority,
+    prepare_for_create=lifecycle.prepare_pod_for_create,
+    validate=pods.validate_pod_create,
+    validate_update=pods.validate_pod_update,
+    validate_status_update=pods.validate_pod_status_update,
+    subresources={"resize": SubresourceUpdate(reset_status, resize.validate_pod_resize)},
+    table=tables.POD_TABLE,
+    selectable_fields=selectors.POD_FIELDS,
+    grace_period=lifecycle.pod_grace_period,
+)
+
 KINDS: tuple[Kind, ...] = (
-    Kind("", "v1", "Namespace", "namespaces", False, ("ns",), ("status",), model="V1Namespace"),
-    Kind("", "v1", "Node", "nodes", False, ("no",), ("status",), model="V1Node"),
+    Kind(
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        False,
+        ("ns",),
+        ("status",),
+        model="V1Namespace",
+        strategy=Strategy(
+            defaults=defaults.default_namespace,
+            validate=cluster.validate_namespace,
+            validate_status_update=cluster.validate_namespace_status_update,
+            table=tables.NAMESPACE_TABLE,
+            selectable_fields=selectors.NAMESPACE_FIELDS,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "Node",
+        "nodes",
+        False,
+        ("no",),
+        ("status",),
+        model="V1Node",
+        strategy=Strategy(
+            defaults=defaults.default_node,
+            validate=cluster.validate_node,
+            validate_status_update=cluster.validate_node_status_update,
+            table=tables.NODE_TABLE,
+            selectable_fields=selectors.NODE_FIELDS,
+        ),
+    ),
     Kind(
         "",
         "v1",
@@ -81,8 +135,23 @@ KINDS: tuple[Kind, ...] = (
         ("status", "resize", "binding", "eviction", "log"),
         ("all",),
         model="V1Pod",
+        strategy=_POD,
     ),
-    Kind("", "v1", "Event", "events", True, ("ev",), has_spec=False, model="CoreV1Event"),
+    Kind(
+        "",
+        "v1",
+        "Event",
+        "events",
+        True,
+        ("ev",),
+        model="CoreV1Event",
+        strategy=Strategy(
+            validate=cluster.validate_event,
+            table=tables.EVENT_TABLE,
+            selectable_fields=selectors.EVENT_FIELDS,
+            bumps_generation=False,
+        ),
+    ),
     Kind(
         "apps",
         "v1",
@@ -93,6 +162,13 @@ KINDS: tuple[Kind, ...] = (
         ("status", "scale"),
         ("all",),
         model="V1Deployment",
+        strategy=Strategy(
+            defaults=defaults.default_deployment,
+            validate=workloads.validate_deployment,
+            validate_update=workloads.validate_deployment_update,
+            validate_status_update=workloads.validate_deployment_status_update,
+            table=tables.DEPLOYMENT_TABLE,
+        ),
     ),
     Kind(
         "apps",
@@ -104,8 +180,34 @@ KINDS: tuple[Kind, ...] = (
         ("status", "scale"),
         ("all",),
         model="V1ReplicaSet",
+        strategy=Strategy(
+            defaults=defaults.default_replica_set,
+            validate=workloads.validate_replica_set,
+            validate_update=workloads.validate_replica_set_update,
+            validate_status_update=workloads.validate_deployment_status_update,
+            table=tables.REPLICA_SET_TABLE,
+            selectable_fields=selectors.REPLICA_SET_FIELDS,
+        ),
     ),
-    Kind("batch", "v1", "Job", "jobs", True, (), ("status",), ("all",), model="V1Job"),
+    Kind(
+        "batch",
+        "v1",
+        "Job",
+        "jobs",
+        True,
+        (),
+        ("status",),
+        ("all",),
+        model="V1Job",
+        strategy=Strategy(
+            defaults=defaults.default_job,
+            validate=workloads.validate_job,
+            validate_update=workloads.validate_job_update,
+            validate_status_update=workloads.validate_job_status_update,
+            table=tables.JOB_TABLE,
+            selectable_fields=selectors.JOB_FIELDS,
+        ),
+    ),
     Kind(
         "policy",
         "v1",
@@ -115,6 +217,11 @@ KINDS: tuple[Kind, ...] = (
         ("pdb",),
         ("status",),
         model="V1PodDisruptionBudget",
+        strategy=Strategy(
+            validate=workloads.validate_pdb,
+            validate_status_update=workloads.validate_pdb_status_update,
+            table=tables.PDB_TABLE,
+        ),
     ),
     Kind(
         "scheduling.k8s.io",
@@ -123,10 +230,24 @@ KINDS: tuple[Kind, ...] = (
         "priorityclasses",
         False,
         ("pc",),
-        has_spec=False,
         model="V1PriorityClass",
+        strategy=Strategy(
+            defaults=defaults.default_priority_class,
+            validate=cluster.validate_priority_class,
+            validate_update=cluster.validate_priority_class_update,
+            table=tables.PRIORITY_CLASS_TABLE,
+            bumps_generation=False,
+        ),
     ),
-    Kind("coordination.k8s.io", "v1", "Lease", "leases", True, model="V1Lease"),
+    Kind(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        True,
+        model="V1Lease",
+        strategy=Strategy(validate=cluster.validate_lease, table=tables.LEASE_TABLE),
+    ),
     Kind(
         "autoscaling.k8s.io",
         "v1",
@@ -135,6 +256,7 @@ KINDS: tuple[Kind, ...] = (
         True,
         ("vpa",),
         ("status",),
+        strategy=Strategy(validate=cluster.validate_vpa, table=tables.VPA_TABLE),
     ),
     Kind(
         "metrics.k8s.io",
@@ -143,8 +265,8 @@ KINDS: tuple[Kind, ...] = (
         "pods",
         True,
         stored=False,
-        has_spec=False,
         verbs=_READ_ONLY,
+        strategy=Strategy(bumps_generation=False),
     ),
     Kind(
         "metrics.k8s.io",
@@ -153,8 +275,8 @@ KINDS: tuple[Kind, ...] = (
         "nodes",
         False,
         stored=False,
-        has_spec=False,
         verbs=_READ_ONLY,
+        strategy=Strategy(bumps_generation=False),
     ),
 )
 

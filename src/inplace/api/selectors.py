@@ -13,6 +13,7 @@ would print.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -24,12 +25,19 @@ from typing import Any, Final
 from inplace.api.names import label_value_errors, qualified_name_errors
 
 __all__ = [
+    "EVENT_FIELDS",
+    "JOB_FIELDS",
+    "METADATA_FIELDS",
+    "NAMESPACE_FIELDS",
+    "NODE_FIELDS",
+    "POD_FIELDS",
+    "REPLICA_SET_FIELDS",
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
     "Requirement",
+    "SelectableFields",
     "SelectorError",
-    "supported_fields",
 ]
 
 
@@ -516,9 +524,31 @@ _METADATA_FIELDS: Final[dict[str, _Extractor]] = {
     "metadata.namespace": _at("metadata", "namespace"),
 }
 
-# upstream's per-kind ToSelectableFields (pkg/registry/*/strategy.go)
-_KIND_FIELDS: Final[dict[str, dict[str, _Extractor]]] = {
-    "Pod": {
+
+@dataclass(frozen=True, eq=False)
+class SelectableFields:
+    """The field labels a kind's `fieldSelector` may name and how each is read from an object:
+    upstream's ``ToSelectableFields`` (``GetAttrs``) in the kind's strategy, plus the legacy
+    labels its field label conversion renames. Every kind has ``metadata.name`` and
+    ``metadata.namespace``; a kind names its own in its strategy."""
+
+    fields: Mapping[str, _Extractor] = dataclasses.field(default_factory=dict)
+    aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @functools.cached_property
+    def extractors(self) -> Mapping[str, _Extractor]:
+        """Field label → how to read it; built once, as matching runs per listed object."""
+        return MappingProxyType({**_METADATA_FIELDS, **self.fields})
+
+    def supported(self) -> frozenset[str]:
+        """The field labels a `fieldSelector` may name."""
+        return frozenset(self.extractors)
+
+
+#: What a kind without field labels of its own selects on.
+METADATA_FIELDS: Final = SelectableFields()
+POD_FIELDS: Final = SelectableFields(
+    {
         "spec.nodeName": _at("spec", "nodeName"),
         "spec.restartPolicy": _at("spec", "restartPolicy"),
         "spec.schedulerName": _at("spec", "schedulerName"),
@@ -528,7 +558,10 @@ _KIND_FIELDS: Final[dict[str, dict[str, _Extractor]]] = {
         "status.podIP": _pod_ip,
         "status.nominatedNodeName": _at("status", "nominatedNodeName"),
     },
-    "Event": {
+    aliases={"spec.host": "spec.nodeName"},
+)
+EVENT_FIELDS: Final = SelectableFields(
+    {
         "involvedObject.kind": _at("involvedObject", "kind"),
         "involvedObject.namespace": _at("involvedObject", "namespace"),
         "involvedObject.name": _at("involvedObject", "name"),
@@ -540,26 +573,18 @@ _KIND_FIELDS: Final[dict[str, dict[str, _Extractor]]] = {
         "reportingComponent": _at("reportingComponent"),
         "source": _event_source,
         "type": _at("type"),
-    },
-    "Node": {"spec.unschedulable": lambda o: _flag(o, "spec", "unschedulable")},
-    "Namespace": {"status.phase": _at("status", "phase")},
-    "Job": {"status.successful": lambda o: _count(o, "status", "succeeded")},
-    "ReplicaSet": {"status.replicas": lambda o: _count(o, "status", "replicas")},
-}
-
-# upstream's field label conversions rename a few legacy labels before matching
-_FIELD_ALIASES: Final[dict[str, dict[str, str]]] = {"Pod": {"spec.host": "spec.nodeName"}}
-
-
-@functools.cache
-def _extractors(kind: str) -> Mapping[str, _Extractor]:
-    """Field label → how to read it from an object; cached, as matching runs per listed object."""
-    return MappingProxyType({**_METADATA_FIELDS, **_KIND_FIELDS.get(kind, {})})
-
-
-def supported_fields(kind: str) -> frozenset[str]:
-    """The field labels a `fieldSelector` may name for `kind` (e.g. "Pod")."""
-    return frozenset(_extractors(kind))
+    }
+)
+NODE_FIELDS: Final = SelectableFields(
+    {"spec.unschedulable": lambda o: _flag(o, "spec", "unschedulable")}
+)
+NAMESPACE_FIELDS: Final = SelectableFields({"status.phase": _at("status", "phase")})
+JOB_FIELDS: Final = SelectableFields(
+    {"status.successful": lambda o: _count(o, "status", "succeeded")}
+)
+REPLICA_SET_FIELDS: Final = SelectableFields(
+    {"status.replicas": lambda o: _count(o, "status", "replicas")}
+)
 
 
 def _escape_value(value: str) -> str:
@@ -633,13 +658,14 @@ class FieldRequirement:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelector:
-    """An AND of field terms over the fields a kind makes selectable (`supported_fields`)."""
+    """An AND of field terms over the fields a kind makes selectable (its strategy's
+    `SelectableFields`)."""
 
-    kind: str
+    fields: SelectableFields
     requirements: tuple[FieldRequirement, ...] = ()
 
     @classmethod
-    def parse(cls, text: str, *, kind: str) -> FieldSelector:
+    def parse(cls, text: str, *, fields: SelectableFields = METADATA_FIELDS) -> FieldSelector:
         """upstream fields.ParseSelector, then the kind's field label conversion."""
         parsed: list[FieldRequirement] = []
         for part in sorted(_split_terms(text)):
@@ -650,18 +676,17 @@ class FieldSelector:
                 raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
             field, op, raw = split
             parsed.append(FieldRequirement(field, _unescape_value(raw), op != "!="))
-        known = _extractors(kind)
-        aliases = _FIELD_ALIASES.get(kind, {})
+        known = fields.extractors
         requirements: list[FieldRequirement] = []
         for r in parsed:
-            field = aliases.get(r.field, r.field)
+            field = fields.aliases.get(r.field, r.field)
             if field not in known:
                 raise SelectorError(f"field label not supported: {r.field}")
             requirements.append(FieldRequirement(field, r.value, r.equal))
-        return cls(kind, tuple(requirements))
+        return cls(fields, tuple(requirements))
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        known = _extractors(self.kind)
+        known = self.fields.extractors
         return all((known[r.field](obj) == r.value) == r.equal for r in self.requirements)
 
     def exact(self, field: str) -> str | None:

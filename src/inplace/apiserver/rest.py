@@ -15,11 +15,9 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
@@ -31,13 +29,13 @@ from inplace.api.patch import (
     apply_strategic_merge_patch,
 )
 from inplace.api.patchmeta import schema_for_kind
-from inplace.api.resources import qos_class
 from inplace.api.schema import (
     check_fields,
     is_crd,
     strict_decoding_error,
     unknown_field_warnings,
 )
+from inplace.api.strategy import Rejected, copy_json, keep_spec, keep_status
 from inplace.api.timestamps import rfc3339
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import (
@@ -86,8 +84,31 @@ class WriteResult:
     warnings: tuple[str, ...] = ()
 
 
+class _CachedObjects:
+    """The stored objects, read from the watch cache, for strategies' admission steps; a kind
+    the registry does not serve has no objects."""
+
+    def __init__(self, cache: WatchCache, registry: Registry) -> None:
+        self._cache = cache
+        self._registry = registry
+
+    def get(
+        self, group: str, kind: str, name: str, namespace: str | None = None
+    ) -> Mapping[str, Any] | None:
+        served = self._registry.by_kind(group, kind)
+        if served is None:
+            return None
+        entry = self._cache.get(served, served.storage_key(name, namespace), namespace)
+        return entry.value if entry is not None else None
+
+    def list(self, group: str, kind: str) -> Iterable[Mapping[str, Any]]:
+        served = self._registry.by_kind(group, kind)
+        return self._cache.iter_values(served) if served is not None else ()
+
+
 class REST:
-    """Create, read, update, patch and delete for every stored kind."""
+    """Create, read, update, patch and delete for every stored kind, as each kind's strategy
+    (`inplace.api.strategy`) says."""
 
     def __init__(
         self,
@@ -102,7 +123,7 @@ class REST:
         self.registry = registry
         self.clock = clock
         self._namespaces = registry.by_kind("", "Namespace")
-        self._priority_classes = registry.by_kind("scheduling.k8s.io", "PriorityClass")
+        self._objects = _CachedObjects(cache, registry)
 
     def now(self) -> str:
         """The current time stamp, from the injected clock when there is one."""
@@ -185,12 +206,12 @@ class REST:
             meta.pop(drop, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = self.now()
-        if kind.has_spec:
+        if kind.strategy.bumps_generation:
             meta["generation"] = 1
         obj["apiVersion"] = kind.api_version
         obj["kind"] = kind.kind
         api_defaults.apply_defaults(kind, obj)
-        await self._admit_create(kind, obj)
+        self._prepare_for_create(kind, obj)
         self._validate(lambda: validation.validate_create(kind, obj))
         if dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
@@ -219,40 +240,17 @@ class REST:
                 details={"name": namespace, "kind": "namespaces"},
             )
 
-    async def _admit_create(self, kind: Kind, obj: dict[str, Any]) -> None:
-        """Upstream's admission for pods: priority from the PriorityClass; fresh status."""
-        if kind.kind != "Pod":
-            return
-        spec = obj.setdefault("spec", {})
-        class_name = spec.get("priorityClassName")
-        if class_name and self._priority_classes is not None:
-            entry = self.cache.get(
-                self._priority_classes, self._priority_classes.storage_key(class_name), None
-            )
-            if entry is None:
-                raise StatusError(
-                    403,
-                    f'pods "{obj["metadata"].get("name", "")}" is forbidden: no PriorityClass '
-                    f"with name {class_name} was found",
-                )
-            spec["priority"] = entry.value.get("value", 0)
-            spec.setdefault(
-                "preemptionPolicy", entry.value.get("preemptionPolicy", "PreemptLowerPriority")
-            )
-        elif self._priority_classes is not None and "priority" not in spec:
-            for value in self.cache.iter_values(self._priority_classes):
-                if value.get("globalDefault"):
-                    spec["priorityClassName"] = value["metadata"]["name"]
-                    spec["priority"] = value.get("value", 0)
-                    break
-            else:
-                spec["priority"] = 0
-        status: dict[str, Any] = {"phase": "Pending"}
-        try:
-            status["qosClass"] = qos_class(obj)
-        except ValueError:
-            pass  # invalid quantities: validation reports them by field
-        obj["status"] = status
+    def _prepare_for_create(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """The kind's admission (it may consult other objects), then what its strategy sets
+        on every new object whatever the request said."""
+        strategy = kind.strategy
+        if strategy.admit is not None:
+            try:
+                strategy.admit(obj, self._objects)
+            except Rejected as exc:
+                raise StatusError(exc.code, exc.message) from exc
+        if strategy.prepare_for_create is not None:
+            strategy.prepare_for_create(obj)
 
     # -- update -------------------------------------------------------------------------------
 
@@ -329,7 +327,7 @@ class REST:
                 raise StatusError(422, str(exc)) from exc
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not a JSON object")
-            patched = _copy(patched)
+            patched = copy_json(patched)
             warnings = self.check_fields(kind, patched, field_validation)
             meta = patched.setdefault("metadata", {})
             # Only a resourceVersion the patch itself names is a precondition; the one the
@@ -370,7 +368,7 @@ class REST:
     ) -> WriteResult:
         """Merge `obj` into the stored object as the (sub)resource allows, validate, CAS."""
         old = entry.value
-        new = self._merge_for_subresource(kind, subresource, old, obj)
+        new, defaults = self._prepare_for_update(kind, subresource, old, obj)
         new["apiVersion"] = kind.api_version
         new["kind"] = kind.kind
         meta = new.setdefault("metadata", {})
@@ -389,16 +387,11 @@ class REST:
             else:
                 meta.pop(fixed, None)
         meta.pop("resourceVersion", None)
-        if subresource in (None, "resize"):
+        if defaults:
             api_defaults.apply_defaults(kind, new, on_create=False)
-        if kind.has_spec and api_defaults.spec_changed(kind, new, old):
+        if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        if subresource == "resize":
-            self._validate(lambda: validation.validate_resize(new, old))
-        elif subresource == "status":
-            self._validate(lambda: validation.validate_status_update(kind, new, old))
-        else:
-            self._validate(lambda: validation.validate_update(kind, new, old))
+        self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
         if dry_run:
@@ -407,7 +400,7 @@ class REST:
         if (
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
-            and (kind.kind != "Pod" or not meta.get("deletionGracePeriodSeconds"))
+            and (kind.strategy.grace_period is None or not meta.get("deletionGracePeriodSeconds"))
         ):
             # The last finalizer is gone: the object's deletion completes now.
             try:
@@ -423,25 +416,27 @@ class REST:
             raise not_found(kind.plural, kind.group, name) from None
         return WriteResult(written.value)
 
-    def _merge_for_subresource(
+    def _prepare_for_update(
         self, kind: Kind, subresource: str | None, old: dict[str, Any], obj: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The main resource may not change status; /status may change only status; /resize
-        only what validate_resize allows (it sees the whole object, so it can name a field
-        that may not change). `obj` belongs to the request and is changed in place; what is
-        taken from `old` (a cached object) is copied."""
+    ) -> tuple[dict[str, Any], bool]:
+        """The object to store, and whether defaulting runs: the object itself may not change
+        status; /status may change only status; another subresource (/resize) keeps what its
+        strategy resets, and validation sees the whole object, so it can name a field that may
+        not change. `obj` belongs to the request and is changed in place; what is taken from
+        `old` (a cached object) is copied."""
         new = obj
         if subresource == "status":
-            new["spec"] = _copy(old.get("spec"))
-            if new["spec"] is None:
-                new.pop("spec")
-            return new
-        if subresource == "resize":
-            new["status"] = _copy(old.get("status", {}))
-            return new
-        if subresource is None and "status" in old and "status" in kind.subresources:
-            new["status"] = _copy(old["status"])
-        return new
+            keep_spec(new, old)
+            return new, False
+        if subresource is not None:
+            update = kind.strategy.subresources.get(subresource)
+            if update is None:
+                raise StatusError(405, f"update is not supported on {kind.plural}/{subresource}")
+            update.reset(new, old)
+            return new, update.defaults
+        if "status" in kind.subresources:
+            keep_status(new, old)
+        return new, True
 
     # -- delete -------------------------------------------------------------------------------
 
@@ -509,14 +504,14 @@ class REST:
             finalizers.append("foregroundDeletion")
         if dry_run:
             return obj
-        if kind.kind == "Namespace":
+        if kind is self._namespaces:
             return await self._delete_namespace(kind, name, entry, finalizers)
         if grace > 0 or finalizers:
             if meta.get("deletionTimestamp"):
                 current = meta.get("deletionGracePeriodSeconds")
                 if current is None or grace >= current:
                     return obj
-            updated = _copy(obj)
+            updated = copy_json(obj)
             umeta = updated["metadata"]
             moment = (
                 datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
@@ -540,23 +535,15 @@ class REST:
             raise not_found(kind.plural, kind.group, name) from None
         return deleted.value
 
-    def _grace_period(self, kind: Kind, obj: dict[str, Any], requested: Any) -> int:
-        """Upstream: pods that are bound and not finished get their grace period; all else 0."""
-        if kind.kind != "Pod":
+    @staticmethod
+    def _grace_period(kind: Kind, obj: dict[str, Any], requested: Any) -> int:
+        """The kind's strategy decides (pods bound to a node get one); without one, 0."""
+        if kind.strategy.grace_period is None:
             return 0
-        spec = obj.get("spec", {})
-        if not spec.get("nodeName") or obj.get("status", {}).get("phase") in (
-            "Succeeded",
-            "Failed",
-        ):
-            return 0
-        if requested is None:
-            requested = spec.get("terminationGracePeriodSeconds", 30)
         try:
-            grace = int(requested)
-        except (TypeError, ValueError):
-            raise bad_request(f"gracePeriodSeconds: invalid value {requested!r}") from None
-        return max(grace, 0)
+            return kind.strategy.grace_period(obj, requested)
+        except Rejected as exc:
+            raise StatusError(exc.code, exc.message) from exc
 
     async def _delete_namespace(
         self, kind: Kind, name: str, entry: Entry, finalizers: list[str]
@@ -567,7 +554,7 @@ class REST:
             raise StatusError(
                 403, f'namespaces "{name}" is forbidden: this namespace may not be deleted'
             )
-        obj: dict[str, Any] = _copy(entry.value)
+        obj: dict[str, Any] = copy_json(entry.value)
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = self.now()
@@ -635,12 +622,6 @@ def _until(seconds: float) -> Iterator[None]:
     yield None
     while time.monotonic() < deadline:
         yield None
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of a JSON value: an orjson round trip is several times faster than
-    copy.deepcopy, and cached objects must never be mutated."""
-    return orjson.loads(orjson.dumps(value))
 
 
 def _name(obj: dict[str, Any]) -> str:

@@ -430,7 +430,7 @@ class APIServer:
             assert info.name is not None
             if info.subresource == "scale":
                 return await self._write_scale(request, info, body)
-            if info.subresource not in (None, "status", "resize"):
+            if info.subresource not in (None, "status", *kind.strategy.subresources):
                 raise StatusError(
                     405, f"{info.verb} is not supported on {kind.plural}/{info.subresource}"
                 )
@@ -591,7 +591,7 @@ class APIServer:
                 LabelSelector.parse(query["labelSelector"]) if query.get("labelSelector") else None
             )
             fields = (
-                FieldSelector.parse(query["fieldSelector"], kind=kind.kind)
+                FieldSelector.parse(query["fieldSelector"], fields=kind.strategy.selectable_fields)
                 if query.get("fieldSelector")
                 else None
             )
@@ -750,7 +750,7 @@ class APIServer:
             "None" if requested == "None" else "Object" if requested == "Object" else "Metadata"
         )
         return to_table(
-            kind.kind,
+            kind.strategy.table,
             objects,
             now=datetime.datetime.now(datetime.UTC),
             include_object=include,

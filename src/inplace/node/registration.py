@@ -33,7 +33,7 @@ from inplace.client import (
 from .cgroups.base import CgroupDriver
 
 if TYPE_CHECKING:
-    from .agent import AgentConfig
+    from .config import AgentConfig
 
 __all__ = [
     "CGROUP_DRIVER_ANNOTATION",

@@ -34,10 +34,11 @@ from inplace.api.annotations import SIMULATED, USAGE_PROFILE
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.client import PODS, Client, Informer
 
-from .agent import AgentConfig, NodeAgent, PodWorker
+from .agent import AgentConfig, NodeAgent
 from .cgroups import NoneDriver
 from .runtime import ExitStatus, ProcessSpec, RunningProcess
 from .stats import StatsServer
+from .worker import PodWorker
 
 __all__ = [
     "PROFILE_ANNOTATION",

@@ -381,46 +381,6 @@ def test_merge_conditions_keeps_others_and_transition_times() -> None:
     assert {c["type"]: c for c in out}["Ready"]["lastTransitionTime"] == "T2"
 
 
-# -- status patch ----------------------------------------------------------------------------
-
-
-def test_status_patch_sends_only_changes_and_deletes_conditions() -> None:
-    from inplace.node.agent import status_patch
-
-    current = {
-        "phase": "Running",
-        "podIP": "127.0.0.1",
-        "conditions": [
-            {"type": "Ready", "status": "True"},
-            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
-            {"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "x"},
-        ],
-    }
-    wanted = {
-        "phase": "Running",
-        "podIP": "127.0.0.1",
-        "startTime": "T",
-        "conditions": [
-            {"type": "Ready", "status": "True"},
-            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
-            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
-        ],
-    }
-    assert status_patch(current, wanted) == {
-        "startTime": "T",
-        "conditions": [
-            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
-            {"type": "PodResizeInProgress", "$patch": "delete"},
-        ],
-    }
-    changed = {**current, "conditions": [{"type": "PodResizeInProgress", "status": "True"}]}
-    patch = status_patch({"conditions": current["conditions"][2:]}, changed)
-    assert patch["conditions"] == [
-        {"type": "PodResizeInProgress", "status": "True", "reason": None, "message": None}
-    ]
-    assert status_patch(current, current) == {}
-
-
 def test_retry_order_follows_the_design() -> None:
     from inplace.node.model import PendingResize, retry_order
 

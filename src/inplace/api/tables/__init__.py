@@ -1,0 +1,55 @@
+"""Server-side Table responses (`meta.k8s.io/v1 Table`), so `kubectl get` prints what it prints
+against a real cluster.
+
+kubectl asks for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and prints the cells the
+server computed, so READY, STATUS, RESTARTS and the rest are decided here. Each printer is a
+port of upstream's `pkg/printers/internalversion/printers.go` (v1.32) working on the v1 JSON
+we store; the VerticalPodAutoscaler follows its CRD's `additionalPrinterColumns`.
+
+Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too; the priority 1
+columns are the ones kubectl hides unless asked.
+
+One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`
+and `cluster`; a kind names its printer in its strategy (`inplace.api.kinds`).
+"""
+
+from __future__ import annotations
+
+from inplace.api.tables.cluster import (
+    EVENT_TABLE,
+    LEASE_TABLE,
+    NAMESPACE_TABLE,
+    NODE_TABLE,
+    PRIORITY_CLASS_TABLE,
+    VPA_TABLE,
+)
+from inplace.api.tables.pods import POD_TABLE
+from inplace.api.tables.printer import (
+    DEFAULT_TABLE,
+    Column,
+    TablePrinter,
+    column_definitions,
+    human_duration,
+    to_table,
+)
+from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
+
+__all__ = [
+    "DEFAULT_TABLE",
+    "DEPLOYMENT_TABLE",
+    "EVENT_TABLE",
+    "JOB_TABLE",
+    "LEASE_TABLE",
+    "NAMESPACE_TABLE",
+    "NODE_TABLE",
+    "PDB_TABLE",
+    "POD_TABLE",
+    "PRIORITY_CLASS_TABLE",
+    "REPLICA_SET_TABLE",
+    "VPA_TABLE",
+    "Column",
+    "TablePrinter",
+    "column_definitions",
+    "human_duration",
+    "to_table",
+]

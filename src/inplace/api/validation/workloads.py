@@ -1,0 +1,353 @@
+"""Deployments, ReplicaSets, Jobs and PodDisruptionBudgets (upstream apps, batch and policy
+validation): the objects, their updates and their status.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+from inplace.api.names import regex_error as _regex_error
+from inplace.api.validation.equality import semantic
+from inplace.api.validation.errors import (
+    IMMUTABLE_MSG,
+    NEGATIVE_MSG,
+    PERCENT_FMT,
+    PERCENT_MSG,
+    PERCENT_RE,
+    Bare,
+    FieldError,
+    GoStringMap,
+    as_int,
+    as_map,
+    check_bool,
+    forbidden,
+    invalid,
+    lookup,
+    name_is_dns_subdomain,
+    nonnegative,
+    not_supported,
+    objects_in,
+    required,
+)
+from inplace.api.validation.meta import (
+    selector_is_empty,
+    selector_matches,
+    template_labels,
+    validate_label_selector,
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_status_metadata,
+)
+from inplace.api.validation.pods import validate_pod_template
+
+# -- workloads -----------------------------------------------------------------------------------
+
+
+def _validate_int_or_percent(errs: list[FieldError], value: object, path: str) -> None:
+    """Upstream ``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
+    if isinstance(value, str):
+        if not PERCENT_RE.fullmatch(value):
+            errs.append(
+                invalid(path, Bare(value), _regex_error(PERCENT_MSG, PERCENT_FMT, "1%", "93%"))
+            )
+        elif int(value[:-1]) > 100:
+            errs.append(invalid(path, Bare(value), "must not be greater than 100%"))
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            errs.append(invalid(path, value, NEGATIVE_MSG))
+    else:
+        errs.append(invalid(path, value, "must be an integer or percentage (e.g '5%')"))
+
+
+def _int_or_percent_is_zero(value: object) -> bool:
+    if isinstance(value, str) and PERCENT_RE.fullmatch(value):
+        return int(value[:-1]) == 0
+    return value == 0 and not isinstance(value, bool)
+
+
+def _validate_replica_template(
+    errs: list[FieldError], spec: Mapping[str, Any], *, kind: str
+) -> None:
+    """A Deployment's or ReplicaSet's selector and template (upstream
+    ``ValidatePodTemplateSpecForReplicaSet``)."""
+    selector_value = spec.get("selector")
+    usable = False
+    if selector_value is None:
+        errs.append(required("spec.selector"))
+    else:
+        usable = validate_label_selector(errs, selector_value, "spec.selector")
+        if isinstance(selector_value, Mapping) and selector_is_empty(selector_value):
+            errs.append(
+                invalid("spec.selector", selector_value, "empty selector is invalid for deployment")
+            )
+            usable = False
+    template = validate_pod_template(errs, spec.get("template"), "spec.template")
+    if usable and isinstance(selector_value, Mapping):
+        labels = template_labels(template)
+        if not selector_matches(selector_value, labels):
+            errs.append(
+                invalid(
+                    "spec.template.metadata.labels",
+                    GoStringMap(lookup(template, "metadata", "labels")),
+                    "`selector` does not match template `labels`",
+                )
+            )
+    restart = lookup(template, "spec", "restartPolicy")
+    if isinstance(restart, str) and restart and restart != "Always":
+        errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
+    if lookup(template, "spec", "activeDeadlineSeconds") is not None:
+        errs.append(
+            forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                f"activeDeadlineSeconds in {kind} is not Supported",
+            )
+        )
+
+
+def validate_deployment(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    nonnegative(errs, spec.get("replicas"), "spec.replicas")
+    _validate_replica_template(errs, spec, kind="ReplicaSet")
+    strategy = as_map(errs, spec.get("strategy"), "spec.strategy")
+    strategy_type = strategy.get("type")
+    rolling = strategy.get("rollingUpdate")
+    if strategy_type == "Recreate":
+        if rolling is not None:
+            errs.append(
+                forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                )
+            )
+    elif strategy_type == "RollingUpdate":
+        if rolling is None:
+            errs.append(
+                required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")
+            )
+        else:
+            rolling_map = as_map(errs, rolling, "spec.strategy.rollingUpdate")
+            unavailable = rolling_map.get("maxUnavailable")
+            surge = rolling_map.get("maxSurge")
+            _validate_int_or_percent(
+                errs, unavailable, "spec.strategy.rollingUpdate.maxUnavailable"
+            )
+            _validate_int_or_percent(errs, surge, "spec.strategy.rollingUpdate.maxSurge")
+            if _int_or_percent_is_zero(unavailable) and _int_or_percent_is_zero(surge):
+                errs.append(
+                    invalid(
+                        "spec.strategy.rollingUpdate.maxUnavailable",
+                        Bare(str(unavailable)),
+                        "may not be 0 when `maxSurge` is 0",
+                    )
+                )
+    else:
+        errs.append(not_supported("spec.strategy", strategy, ("Recreate", "RollingUpdate")))
+    min_ready = as_int(errs, spec.get("minReadySeconds"), "spec.minReadySeconds")
+    nonnegative(errs, spec.get("minReadySeconds"), "spec.minReadySeconds")
+    nonnegative(errs, spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
+    deadline = as_int(errs, spec.get("progressDeadlineSeconds"), "spec.progressDeadlineSeconds")
+    if deadline is not None:
+        if deadline < 0:
+            errs.append(invalid("spec.progressDeadlineSeconds", deadline, NEGATIVE_MSG))
+        if deadline <= (min_ready or 0):
+            errs.append(
+                invalid(
+                    "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
+                )
+            )
+    check_bool(errs, spec.get("paused"), "spec.paused")
+
+
+def validate_replica_set(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    nonnegative(errs, spec.get("replicas"), "spec.replicas")
+    nonnegative(errs, spec.get("minReadySeconds"), "spec.minReadySeconds")
+    _validate_replica_template(errs, spec, kind="ReplicaSet")
+
+
+def validate_deployment_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateDeploymentUpdate``: a valid deployment whose selector is unchanged."""
+    validate_object_meta_update(errs, new, old)
+    validate_deployment(errs, new)
+    _validate_selector_update(errs, new, old)
+
+
+def validate_replica_set_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateReplicaSetUpdate``: a valid replica set whose selector is unchanged."""
+    validate_object_meta_update(errs, new, old)
+    validate_replica_set(errs, new)
+    _validate_selector_update(errs, new, old)
+
+
+def _validate_selector_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    new_sel, old_sel = lookup(new, "spec", "selector"), lookup(old, "spec", "selector")
+    if semantic(new_sel) != semantic(old_sel):
+        errs.append(invalid("spec.selector", new_sel, IMMUTABLE_MSG))
+
+
+_COMPLETION_MODES: Final = ("NonIndexed", "Indexed")
+_POD_REPLACEMENT_POLICIES: Final = ("TerminatingOrFailed", "Failed")
+
+
+def validate_job(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    """Upstream ``ValidateJob``. The selector may be absent on input: the job strategy
+    generates it from the uid (see ``apply_defaults``)."""
+    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    for key in (
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+    ):
+        nonnegative(errs, spec.get(key), f"spec.{key}")
+    for key in ("suspend", "manualSelector"):
+        check_bool(errs, spec.get(key), f"spec.{key}")
+    mode = spec.get("completionMode")
+    if mode is not None:
+        if mode not in _COMPLETION_MODES:
+            errs.append(not_supported("spec.completionMode", mode, _COMPLETION_MODES))
+        elif mode == "Indexed" and spec.get("completions") is None:
+            errs.append(required("spec.completions", "when completion mode is Indexed"))
+    replacement = spec.get("podReplacementPolicy")
+    if replacement is not None and replacement not in _POD_REPLACEMENT_POLICIES:
+        errs.append(
+            not_supported("spec.podReplacementPolicy", replacement, _POD_REPLACEMENT_POLICIES)
+        )
+    template = validate_pod_template(errs, spec.get("template"), "spec.template")
+    restart = lookup(template, "spec", "restartPolicy")
+    if restart not in ("OnFailure", "Never"):
+        errs.append(
+            not_supported(
+                "spec.template.spec.restartPolicy",
+                restart if isinstance(restart, str) else "",
+                ("OnFailure", "Never"),
+            )
+        )
+    selector = spec.get("selector")
+    if selector is None:
+        if spec.get("manualSelector") is True:
+            errs.append(required("spec.selector"))
+    else:
+        usable = validate_label_selector(errs, selector, "spec.selector")
+        if (
+            usable
+            and isinstance(selector, Mapping)
+            and not selector_matches(selector, template_labels(template))
+        ):
+            errs.append(
+                invalid(
+                    "spec.template.metadata.labels",
+                    GoStringMap(lookup(template, "metadata", "labels")),
+                    "`selector` does not match template `labels`",
+                )
+            )
+
+
+def _job_template_without_resources(template: object, old_template: object) -> Any:
+    """`template` with each container's resources replaced by the old ones (matched by
+    index), so that comparing it with the old template ignores resource changes."""
+    munged = copy.deepcopy(template)
+    for key in ("containers", "initContainers"):
+        new_cs = lookup(munged, "spec", key)
+        old_cs = objects_in(lookup(old_template, "spec", key))
+        if isinstance(new_cs, list) and len(new_cs) == len(old_cs):
+            for container, old_container in zip(new_cs, old_cs, strict=True):
+                if isinstance(container, dict):
+                    container["resources"] = old_container.get("resources")
+    return munged
+
+
+def validate_job_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateJobUpdate``: selector, completions, completion mode and template
+    unchanged, except the template's container resources (ours)."""
+    validate_object_meta_update(errs, new, old)
+    validate_job(errs, new)
+    _validate_selector_update(errs, new, old)
+    for key in ("completions", "completionMode"):
+        new_value, old_value = lookup(new, "spec", key), lookup(old, "spec", key)
+        if semantic(new_value) != semantic(old_value):
+            errs.append(invalid(f"spec.{key}", new_value, IMMUTABLE_MSG))
+    new_template, old_template = lookup(new, "spec", "template"), lookup(old, "spec", "template")
+    munged = _job_template_without_resources(new_template, old_template)
+    if semantic(munged) != semantic(old_template):
+        errs.append(invalid("spec.template", new_template, IMMUTABLE_MSG))
+
+
+_UNHEALTHY_POD_EVICTION_POLICIES: Final = ("AlwaysAllow", "IfHealthyBudget")
+
+
+def validate_pdb(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    """Upstream ``ValidatePodDisruptionBudget`` (policy/v1): at most one of minAvailable and
+    maxUnavailable, each an integer or a percentage."""
+    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+    if min_available is not None:
+        _validate_int_or_percent(errs, min_available, "spec.minAvailable")
+    if max_unavailable is not None:
+        _validate_int_or_percent(errs, max_unavailable, "spec.maxUnavailable")
+    if spec.get("selector") is not None:
+        validate_label_selector(errs, spec.get("selector"), "spec.selector")
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in _UNHEALTHY_POD_EVICTION_POLICIES:
+        errs.append(
+            not_supported(
+                "spec.unhealthyPodEvictionPolicy", policy, _UNHEALTHY_POD_EVICTION_POLICIES
+            )
+        )
+
+
+def validate_pdb_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
+    for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+        nonnegative(errs, status.get(key), f"status.{key}")
+
+
+def validate_deployment_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    """Deployments and replica sets: the replica counters are not negative."""
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
+    for key in (
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "fullyLabeledReplicas",
+        "observedGeneration",
+        "collisionCount",
+        "terminatingReplicas",
+    ):
+        nonnegative(errs, status.get(key), f"status.{key}")
+
+
+def validate_job_status_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_status_metadata(errs, new, old)
+    status = as_map(errs, new.get("status"), "status")
+    for key in ("active", "succeeded", "failed", "ready", "terminating"):
+        nonnegative(errs, status.get(key), f"status.{key}")

@@ -1,0 +1,39 @@
+"""The settings of one node agent (shared by its parts, its registration and ``inplace node``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["AgentConfig"]
+
+
+@dataclass
+class AgentConfig:
+    """Settings of one node agent."""
+
+    node_name: str
+    """The Node's name (also the Lease's)."""
+    cpu_milli: int
+    """Allocatable CPU in milli-cores (capacity equals allocatable: no reservations)."""
+    memory_bytes: int
+    """Allocatable memory in bytes."""
+    data_dir: Path
+    """Checkpoints live in ``data_dir/checkpoints``."""
+    log_root: Path
+    """Container logs: ``log_root/<namespace>_<pod>_<uid>/<container>/<restartCount>.log``."""
+    max_pods: int = 110
+    admit_without_scheduler: bool = False
+    """Approve resizes on the agent's own ledger, as upstream's kubelet does without an
+    arbitrating scheduler."""
+    http_host: str = "127.0.0.1"
+    http_port: int = 0
+    """Port of the stats endpoint (0: pick one; published in ``daemonEndpoints``)."""
+    lease_duration: int = 40
+    lease_renew_every: float = 10.0
+    node_status_every: float = 20.0
+    usage_every: float = 5.0
+    usage_history: float = 900.0
+    workers: int = 16
+    labels: dict[str, str] = field(default_factory=dict)
+    """Extra Node labels (e.g. ``inplace.dev/simulated``)."""

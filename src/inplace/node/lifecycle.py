@@ -1,0 +1,314 @@
+"""Pod lifecycle: start, supervise, back off, terminate — upstream's kubelet rules.
+
+One task per admitted pod (:meth:`Lifecycle.start`) runs its init containers in order
+(sidecars, ``restartPolicy: Always`` init containers, start and keep running), then one
+supervisor task per container: start it in its cgroup, wait for it, restart it per the
+pod's ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min, reset after 10 min
+of running). When the app containers are done for good the sidecars are stopped, last
+started first. Whenever a container's state changes the worker is checkpointed and its
+pod's key enqueued, so the status follows. Terminating stops every container (SIGTERM,
+grace, SIGKILL) and removes the pod's cgroup and checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .cgroups.base import CgroupError, CgroupResources
+from .context import NodeContext
+from .ledger import Ledger
+from .model import container_cgroup, crash_backoff, pod_cgroup, rfc3339
+from .pause import MemoryPause, wants_memory_pause
+from .runtime import ProcessSpec, ProcessStartError, RunningProcess
+from .worker import PodWorker
+
+__all__ = ["Lifecycle"]
+
+log = logging.getLogger(__name__)
+
+#: How soon a pod whose containers could not be created is tried again.
+CREATE_RETRY: Final = 1.0
+DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class Lifecycle:
+    def __init__(self, ctx: NodeContext, pause: MemoryPause, ledger: Ledger) -> None:
+        self.ctx = ctx
+        self.pause = pause
+        self.ledger = ledger
+
+    # -- the pod task ------------------------------------------------------------------------
+
+    def start(self, w: PodWorker) -> None:
+        """Run the pod's containers (in a task of its own)."""
+        w.task = asyncio.create_task(self._run(w), name=f"pod-{w.key}")
+
+    async def _run(self, w: PodWorker) -> None:
+        ctx = self.ctx
+        try:
+            pod_cg = pod_cgroup(w.pod, w.allocated)
+            async with w.cg_lock:
+                await asyncio.to_thread(self._ensure_cgroup, ctx.paths.pod(w.uid), pod_cg)
+            init = list(w.spec.get("initContainers") or ())
+            policy = w.spec.get("restartPolicy", "Always")
+            sidecars: list[asyncio.Task[None]] = []
+            if not w.initialized:
+                for c in init:
+                    cs = w.containers[c["name"]]
+                    if cs.sidecar:
+                        w.started[c["name"]] = asyncio.Event()
+                        sidecars.append(
+                            asyncio.create_task(self._supervise(w, c["name"], "Always"))
+                        )
+                        await w.started[c["name"]].wait()
+                        continue
+                    if cs.state == "terminated" and cs.exit_code == 0:
+                        continue
+                    if not await self._run_init(w, c["name"], policy):
+                        w.failed_init = True
+                        await self._stop_sidecars(w, sidecars)
+                        ctx.save(w)
+                        ctx.notify(w)
+                        self.ledger.retry_deferred()
+                        return
+                w.initialized = True
+                ctx.save(w)
+                ctx.notify(w)
+            else:
+                for c in init:
+                    if w.containers[c["name"]].sidecar:
+                        sidecars.append(
+                            asyncio.create_task(self._supervise(w, c["name"], "Always"))
+                        )
+            app = [
+                asyncio.create_task(self._supervise(w, c["name"], policy))
+                for c in w.spec.get("containers") or ()
+            ]
+            try:
+                await asyncio.gather(*app)
+                await self._stop_sidecars(w, sidecars)
+            finally:
+                for task in [*app, *sidecars]:
+                    task.cancel()
+            self.ledger.retry_deferred()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("pod %s lifecycle failed", w.key)
+            self._failed(w, exc)
+
+    def _failed(self, w: PodWorker, exc: Exception) -> None:
+        """Say on the pod what went wrong, as kubelet does for a container it could not
+        create, and try again later if nothing of the pod is running (with something
+        running, starting over could run a container twice)."""
+        message = f"{type(exc).__name__}: {exc}"
+        waiting = [cs for cs in w.containers.values() if cs.state == "waiting"]
+        for cs in waiting:
+            cs.reason, cs.message = "CreateContainerError", message
+        self.ctx.event(w, "Failed", f"Error: {message}", warning=True)
+        self.ctx.notify(w)
+        if not w.stopping and not any(cs.state == "running" for cs in w.containers.values()):
+            asyncio.get_running_loop().call_later(CREATE_RETRY, self._retry, w)
+
+    def _retry(self, w: PodWorker) -> None:
+        if not w.stopping and self.ctx.workers.get(w.uid) is w:
+            self.start(w)
+
+    async def _stop_sidecars(self, w: PodWorker, sidecars: list[asyncio.Task[None]]) -> None:
+        """The app containers are done for good: stop the sidecars, last started first."""
+        w.finishing = True
+        for c in reversed(w.spec.get("initContainers") or ()):
+            proc = w.procs.get(c["name"])
+            if proc is not None and w.containers[c["name"]].sidecar:
+                await self.ctx.runtime.stop(proc, grace_period=w.grace_period())
+        await asyncio.gather(*sidecars, return_exceptions=True)
+
+    def _ensure_cgroup(self, path: str, resources: CgroupResources) -> None:
+        self.ctx.driver.create(path, resources)
+
+    # -- containers --------------------------------------------------------------------------
+
+    async def _run_init(self, w: PodWorker, name: str, policy: str) -> bool:
+        """Run a regular init container to success; False if it failed for good."""
+        while True:
+            await self._run_once(w, name)
+            cs = w.containers[name]
+            if cs.exit_code == 0:
+                return True
+            if policy == "Never":
+                return False
+            await self._backoff(w, name)
+
+    async def _run_once(self, w: PodWorker, name: str) -> None:
+        proc = w.procs.get(name)
+        if proc is None:
+            proc = await self._start_container(w, name)
+            if proc is None:
+                return
+        status = await self.ctx.runtime.wait(proc)
+        cs = w.containers[name]
+        cs.state = "terminated"
+        cs.exit_code = status.exit_code
+        cs.signal = status.signal
+        if status.oom_killed:
+            cs.reason = "OOMKilled"
+        elif status.unknown:
+            cs.reason = "ContainerStatusUnknown"
+        else:
+            cs.reason = "Completed" if status.exit_code == 0 else "Error"
+        cs.message = ""
+        cs.finished_at = rfc3339(status.finished_at)
+        w.procs.pop(name, None)
+        self.ctx.save(w)
+        self.ctx.notify(w)
+
+    async def _backoff(self, w: PodWorker, name: str) -> None:
+        """Wait out CrashLoopBackOff (if any) before restarting ``name``, then count the
+        restart: ``restartCount`` grows when the new instance starts, as upstream's does."""
+        cs = w.containers[name]
+        ran_for = time.monotonic() - w.started_mono.get(name, time.monotonic())
+        cs.backoff = crash_backoff(cs.backoff, ran_for)
+        cs.last_state = {
+            "terminated": cs.status(allocated=None, actual=None)["state"]["terminated"]
+        }
+        if cs.backoff > 0:
+            cs.state, cs.reason = "waiting", "CrashLoopBackOff"
+            cs.message = (
+                f"back-off {int(cs.backoff)}s restarting failed container={name} "
+                f"pod={w.name}_{w.namespace}({w.uid})"
+            )
+            self.ctx.save(w)
+            self.ctx.notify(w)
+            await asyncio.sleep(cs.backoff)
+        cs.restart_count += 1
+
+    async def _supervise(self, w: PodWorker, name: str, policy: str) -> None:
+        cs = w.containers[name]
+        restored_end = cs.state == "terminated" and name not in w.procs
+        while True:
+            if not restored_end:
+                await self._run_once(w, name)
+            restored_end = False
+            if w.stopping or w.finishing:
+                return
+            if name in w.restart_for_resize:
+                w.restart_for_resize.discard(name)
+                cs.last_state = {
+                    "terminated": cs.status(allocated=None, actual=None)["state"]["terminated"]
+                }
+                cs.state, cs.reason, cs.message = "waiting", "ContainerCreating", ""
+                cs.restart_count += 1
+                self.ctx.save(w)
+                event = w.resume.setdefault(name, asyncio.Event())
+                await event.wait()
+                continue
+            if policy == "Never" or (policy == "OnFailure" and cs.exit_code == 0):
+                return
+            await self._backoff(w, name)
+
+    def _container_env(self, w: PodWorker, c: Mapping[str, Any]) -> dict[str, str]:
+        env = {"PATH": DEFAULT_PATH, "HOSTNAME": w.name}
+        fields = {
+            "metadata.name": w.name,
+            "metadata.namespace": w.namespace,
+            "metadata.uid": w.uid,
+            "spec.nodeName": self.ctx.config.node_name,
+            "status.podIP": "127.0.0.1",
+            "status.hostIP": "127.0.0.1",
+        }
+        for item in c.get("env") or ():
+            name = item.get("name")
+            if not name:
+                continue
+            if "value" in item:
+                env[name] = str(item["value"])
+            else:
+                ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+                if ref in fields:
+                    env[name] = fields[ref]
+        return env
+
+    async def _start_container(self, w: PodWorker, name: str) -> RunningProcess | None:
+        ctx = self.ctx
+        c = w.container_spec(name)
+        cs = w.containers[name]
+        command = [*(c.get("command") or ()), *(c.get("args") or ())]
+        path = ctx.paths.container(w.uid, name)
+        log_path = ctx.paths.log(w, name, cs.restart_count)
+        try:
+            if not command:
+                raise ProcessStartError(
+                    "no command specified: inplace runs host processes and does not pull images"
+                )
+            async with w.cg_lock:
+                alloc = w.allocated.get(name, {})
+                await asyncio.to_thread(self._ensure_cgroup, path, container_cgroup(alloc))
+                w.actual[name] = alloc
+                if wants_memory_pause(w):
+                    self.pause.arm(w, name)
+            proc = await ctx.runtime.start(
+                ProcessSpec(
+                    command=[str(x) for x in command],
+                    env=self._container_env(w, c),
+                    working_dir=c.get("workingDir") or None,
+                    log_path=log_path,
+                    cgroup_path=path,
+                )
+            )
+        except (ProcessStartError, CgroupError, OSError) as exc:
+            code = getattr(exc, "exit_code", None)
+            os.makedirs(os.path.dirname(log_path), exist_ok=True)
+            with open(log_path, "a") as fh:
+                fh.write(f"inplace: cannot start container {name}: {exc}\n")
+            cs.state, cs.reason, cs.message = "terminated", "StartError", str(exc)
+            cs.exit_code = code if code is not None else 128
+            cs.started_at = cs.finished_at = rfc3339()
+            cs.pid = None
+            ctx.save(w)
+            ctx.notify(w)
+            return None
+        w.procs[name] = proc
+        cs.state, cs.reason, cs.message = "running", "", ""
+        cs.pid, cs.started_at = proc.pid, rfc3339()
+        cs.exit_code = cs.signal = None
+        w.started_mono[name] = time.monotonic()
+        ctx.save(w)
+        ctx.notify(w)
+        if name in w.started:
+            w.started[name].set()
+        return proc
+
+    # -- the end -----------------------------------------------------------------------------
+
+    async def stop(self, w: PodWorker, *, grace: float) -> None:
+        """Stop every container (SIGTERM, ``grace`` seconds, SIGKILL) and remove what the pod
+        left on the node: its memory-pause watches, its cgroup, its checkpoint."""
+        w.stopping = True
+        if w.task is not None:
+            w.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await w.task
+        stops = [self.ctx.runtime.stop(p, grace_period=grace) for p in w.procs.values()]
+        results = await asyncio.gather(*stops, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                log.warning("stopping a container of %s: %s", w.key, result)
+        self.pause.disarm(w)
+        await self.remove_cgroup(w.uid)
+        self.ctx.checkpoints.remove(w.uid)
+
+    async def remove_cgroup(self, uid: str) -> None:
+        path = self.ctx.paths.pod(uid)
+        for _ in range(50):
+            try:
+                await asyncio.to_thread(self.ctx.driver.remove, path)
+                return
+            except CgroupError:
+                await asyncio.sleep(0.1)
+        log.warning("could not remove cgroup %s", path)

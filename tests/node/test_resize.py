@@ -1,0 +1,92 @@
+"""Resize actuation (inplace.node.resize) driven through a real agent against fake actions."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from tests.node.fakes import FakeCluster, admit_running, pod, running_agent
+
+
+def _resized(
+    cluster: FakeCluster, key: str, *, cpu: str, memory: str, generation: int
+) -> dict[str, Any]:
+    """The stored pod with new resources for ``main`` and ``generation``, as pods/resize
+    would leave it."""
+    body = copy.deepcopy(cluster.pods[key])
+    body["metadata"]["generation"] = generation
+    size = {"cpu": cpu, "memory": memory}
+    resources = {"requests": dict(size), "limits": dict(size)}
+    body["spec"]["containers"][0]["resources"] = resources
+    return body
+
+
+def _approve(body: dict[str, Any], generation: int) -> dict[str, Any]:
+    """What the scheduler's arbiter writes when it approves ``generation``."""
+    conditions = [
+        c for c in body["status"].get("conditions") or () if c["type"] != "PodResizeScheduled"
+    ]
+    conditions.append(
+        {"type": "PodResizeScheduled", "status": "True", "observedGeneration": generation}
+    )
+    body["status"]["conditions"] = conditions
+    return body
+
+
+async def test_an_approved_resize_is_allocated_written_to_cgroups_and_reported(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web", cpu="250m", memory="64Mi"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        pid = w.containers["main"].pid
+        cluster.put(_approve(_resized(cluster, key, cpu="500m", memory="128Mi", generation=2), 2))
+        assert await agent.reconcile(key) is None
+
+        assert w.allocated["main"]["requests"] == {"cpu": "500m", "memory": "128Mi"}
+        cg = agent.driver.read(agent.ctx.paths.container(w.uid, "main"))
+        assert (cg.cpu_quota_us, cg.memory_limit_bytes) == (50_000, 128 << 20)
+        assert w.containers["main"].pid == pid  # in place: no restart
+        status = cluster.pods[key]["status"]["containerStatuses"][0]
+        assert status["allocatedResources"] == {"cpu": "500m", "memory": "128Mi"}
+        assert status["resources"]["limits"] == {"cpu": "500m", "memory": "128Mi"}
+        assert cluster.condition(key, "PodResizeInProgress") is None
+        assert cluster.condition(key, "PodResizeScheduled") is not None  # not the agent's
+        assert cluster.reasons(key)[-2:] == ["ResizeStarted", "ResizeCompleted"]
+        assert agent.ctx.checkpoints.load_all()[0].allocated == w.allocated
+
+
+async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infeasible(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path, cpu_milli=2000) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("big", cpu="250m"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        patches = len(cluster.status_patches)
+        cluster.put(_resized(cluster, key, cpu="100", memory="64Mi", generation=2))
+        assert await agent.reconcile(key) is None
+        assert w.allocated["main"]["requests"]["cpu"] == "250m"  # not approved: untouched
+        assert len(cluster.status_patches) == patches  # and nothing to say about it
+
+        cluster.put(_approve(copy.deepcopy(cluster.pods[key]), 2))
+        assert await agent.reconcile(key) is None  # Infeasible: no retry
+        assert w.allocated["main"]["requests"]["cpu"] == "250m"
+        pending = cluster.condition(key, "PodResizePending")
+        assert pending is not None
+        assert (pending["reason"], pending["observedGeneration"]) == ("Infeasible", 2)
+        assert pending["message"].startswith("Node didn't have enough capacity: cpu")
+        assert cluster.reasons(key)[-1] == "ResizeInfeasible"
+
+
+async def test_a_shrink_needs_no_approval(tmp_path: Path) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("small", cpu="500m", memory="128Mi"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        cluster.put(_resized(cluster, key, cpu="250m", memory="64Mi", generation=2))
+        await agent.reconcile(key)
+        assert w.allocated["main"]["requests"] == {"cpu": "250m", "memory": "64Mi"}
+        assert agent.ledger.used() == (250, 64 << 20)

@@ -1,0 +1,76 @@
+"""The status the agent writes (inplace.node.status): the patch, and a sync against fakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inplace.node.status import status_patch
+from tests.node.fakes import admit_running, pod, running_agent
+
+
+async def test_status_sync_writes_what_changed_and_nothing_when_nothing_did(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web"))
+        status = cluster.pods[key]["status"]
+        assert status["phase"] == "Running"
+        assert status["containerStatuses"][0]["state"]["running"]["startedAt"]
+        ready = cluster.condition(key, "Ready")
+        assert ready is not None and ready["status"] == "True"
+        assert {c["type"] for c in status["conditions"]} == {
+            "PodScheduled",
+            "Initialized",
+            "ContainersReady",
+            "Ready",
+        }
+        patches = len(cluster.status_patches)
+        await agent.reconcile(key)
+        assert len(cluster.status_patches) == patches  # nothing changed: nothing written
+
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        w.containers["main"].restart_count = 3  # as a restart would
+        await agent.reconcile(key)
+        (_, patch), *_ = cluster.status_patches[patches:]
+        assert list(patch) == ["containerStatuses"]
+        assert cluster.pods[key]["status"]["containerStatuses"][0]["restartCount"] == 3
+
+
+# -- status patch ----------------------------------------------------------------------------
+
+
+def test_status_patch_sends_only_changes_and_deletes_conditions() -> None:
+
+    current = {
+        "phase": "Running",
+        "podIP": "127.0.0.1",
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
+            {"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "x"},
+        ],
+    }
+    wanted = {
+        "phase": "Running",
+        "podIP": "127.0.0.1",
+        "startTime": "T",
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
+            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
+        ],
+    }
+    assert status_patch(current, wanted) == {
+        "startTime": "T",
+        "conditions": [
+            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
+            {"type": "PodResizeInProgress", "$patch": "delete"},
+        ],
+    }
+    changed = {**current, "conditions": [{"type": "PodResizeInProgress", "status": "True"}]}
+    patch = status_patch({"conditions": current["conditions"][2:]}, changed)
+    assert patch["conditions"] == [
+        {"type": "PodResizeInProgress", "status": "True", "reason": None, "message": None}
+    ]
+    assert status_patch(current, current) == {}
