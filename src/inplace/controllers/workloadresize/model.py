@@ -27,7 +27,6 @@ import orjson
 
 from inplace.api import defaults
 from inplace.api.annotations import RESIZE_POLICY
-from inplace.api.kinds import REGISTRY
 from inplace.api.podtemplates import only_resizable_changed
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import pod_requests, requests_milli_bytes, resize_accounting_requests
@@ -57,7 +56,6 @@ CONDITION: Final = "PodsResized"
 """The condition a workload carries once its pods have been resized at least once."""
 
 _RESIZABLE: Final = ("cpu", "memory")
-_POD_KIND = REGISTRY.by_kind("", "Pod")
 
 
 # -- the in-place rule -----------------------------------------------------------------------
@@ -83,8 +81,7 @@ def pod_from_template(template: Mapping[str, Any]) -> Obj:
         },
         "spec": orjson.loads(orjson.dumps(template.get("spec") or {})),
     }
-    assert _POD_KIND is not None
-    defaults.apply_defaults(_POD_KIND, pod)
+    defaults.default_pod(pod, True)
     return pod
 
 
