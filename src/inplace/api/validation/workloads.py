@@ -31,7 +31,6 @@ from inplace.api.validation.errors import (
     name_is_dns_subdomain,
     nonnegative,
     not_supported,
-    objects_in,
     required,
 )
 from inplace.api.validation.meta import (
