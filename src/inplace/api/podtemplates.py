@@ -40,7 +40,12 @@ def without_resizable(template: Any) -> Any:
 
 def only_resizable_changed(old: Mapping[str, Any] | Any, new: Mapping[str, Any] | Any) -> bool:
     """``old`` and ``new`` differ, and only in their containers' resizable fields (the same
-    containers, in the same order)."""
-    if old == new:
+    containers, in the same order), compared as upstream's ``Semantic.DeepEqual`` (absent,
+    null and zero alike, quantities by value)."""
+    # Imported here: validation imports this module (its Job rules), so a module-level
+    # import of the validation package would be circular.
+    from inplace.api.validation.equality import semantic
+
+    if semantic(old) == semantic(new):
         return False
-    return bool(without_resizable(old) == without_resizable(new))
+    return bool(semantic(without_resizable(old)) == semantic(without_resizable(new)))

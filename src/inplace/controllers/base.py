@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from inplace.client import (
     PODS,
     APIConflictError,
+    APINotFoundError,
     Client,
     Clock,
     Informer,
@@ -172,6 +173,11 @@ class QueueController:
             # deliver the newer object. Look again shortly, without an error in the log.
             log.debug("%s: %s: %s; retrying", self.name, key, exc)
             return CONFLICT_RETRY
+        except APINotFoundError as exc:
+            # Something this sync wrote to went away meanwhile; its deletion event brings
+            # the key back if anything is left to do.
+            log.debug("%s: %s: %s", self.name, key, exc)
+            return None
 
     async def run(self) -> None:
         try:

@@ -400,3 +400,16 @@ def test_equal_ignoring_hash() -> None:
     assert r.equal_ignoring_hash(base, hashed)
     other = {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "a"}]}}
     assert not r.equal_ignoring_hash(base, other)
+
+
+def test_templates_compare_semantically_as_kubectl_rollout_undo_writes_them() -> None:
+    """kubectl's undo sends the old template back with ``creationTimestamp: null``; the
+    replica set it came from must still be found (and hash the same)."""
+    stored = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "a"}]}}
+    undone = {
+        "metadata": {"creationTimestamp": None, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "0.5"}}}]},
+    }
+    stored["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    assert r.equal_ignoring_hash(stored, undone)
+    assert r.pod_template_hash(stored) == r.pod_template_hash(undone)

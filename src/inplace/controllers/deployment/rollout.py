@@ -19,6 +19,7 @@ from typing import Any, Final
 import orjson
 
 from inplace.api.timestamps import parse_rfc3339
+from inplace.api.validation.equality import semantic
 
 __all__ = [
     "AVAILABLE",
@@ -93,7 +94,7 @@ def pod_template_hash(template: Mapping[str, Any], collision_count: int | None =
     hashed are the template's canonical JSON rather than Go's struct dump, so the values
     differ from a real cluster's, but are as stable and as collision-aware."""
     value = 0x811C9DC5
-    data = orjson.dumps(template, option=orjson.OPT_SORT_KEYS)
+    data = orjson.dumps(semantic(template), option=orjson.OPT_SORT_KEYS, default=str)
     if collision_count is not None:
         data += (collision_count & 0xFFFFFFFF).to_bytes(8, "little")
     for byte in data:
@@ -103,7 +104,9 @@ def pod_template_hash(template: Mapping[str, Any], collision_count: int | None =
 
 
 def equal_ignoring_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """``EqualIgnoreHash``: two pod templates equal but for the pod-template-hash label."""
+    """``EqualIgnoreHash``: two pod templates equal but for the pod-template-hash label,
+    compared as upstream's ``Semantic.DeepEqual`` (absent, null and zero alike: kubectl's
+    ``rollout undo`` sends ``creationTimestamp: null``; quantities by value)."""
 
     def strip(template: Mapping[str, Any]) -> Any:
         meta = dict(template.get("metadata") or {})
@@ -113,7 +116,7 @@ def equal_ignoring_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
             meta["labels"] = labels
         return {**template, "metadata": meta}
 
-    return bool(strip(a) == strip(b))
+    return bool(semantic(strip(a)) == semantic(strip(b)))
 
 
 # -- reading ---------------------------------------------------------------------------------
