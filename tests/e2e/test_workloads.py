@@ -222,7 +222,7 @@ def cgroup_memory_limit(pid: int) -> int:
 
 class PodCreations:
     """The name of every pod a selector matches that existed while watching (`kubectl get -w`:
-the ones there at the start, then every one created)."""
+    the ones there at the start, then every one created)."""
 
     def __init__(self, w: Workloads, selector: str) -> None:
         self.names: set[str] = set()
@@ -372,7 +372,8 @@ def test_deployment_resizes_in_place_and_rolls_out_everything_else(w: Workloads)
     sets = {r["metadata"]["name"]: r["spec"]["replicas"] for r in w.items("replicasets", "app=web")}
     assert sets[original] == 3 and len(sets) == 2, json.dumps(
         [r["spec"]["template"] for r in w.items("replicasets", "app=web")]
-        + [w.get("deployment", "web")], indent=1
+        + [w.get("deployment", "web")],
+        indent=1,
     )
     undone = running_pods(w, "app=web", 3)
     assert all(p["spec"]["containers"][0]["image"] == "busybox" for p in undone)
@@ -510,9 +511,7 @@ def test_controller_manager_killed_mid_rollout_and_mid_resize(w: Workloads) -> N
     finally:
         watcher.close()
     assert {p["metadata"]["uid"]: pid_of(p) for p in resized} == uids
-    assert created == {p["metadata"]["name"] for p in rolled}, (
-        "a pod was created for a resize"
-    )
+    assert created == {p["metadata"]["name"] for p in rolled}, "a pod was created for a resize"
     w.kubectl("delete", "deployment", "crash", "--wait=true", timeout=90)
 
 
