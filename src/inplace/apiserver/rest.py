@@ -395,6 +395,9 @@ class REST:
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
         if dry_run:
+            # As upstream's dry run: what would be written, at the version it was read at
+            # (`kubectl diff` shows no resourceVersion change for it).
+            meta["resourceVersion"] = str(entry.revision)
             return WriteResult(new)
         key = kind.storage_key(name, namespace)
         if (
