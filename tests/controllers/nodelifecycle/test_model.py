@@ -28,6 +28,7 @@ def node(
     ("the_node", "wanted"),
     [
         (node("True"), set()),
+        (node(None), {(m.NOT_READY, "NoSchedule")}),  # never reported: not schedulable
         (node("False"), {(m.NOT_READY, "NoExecute"), (m.NOT_READY, "NoSchedule")}),
         (node("Unknown"), {(m.UNREACHABLE, "NoExecute"), (m.UNREACHABLE, "NoSchedule")}),
         (node("True", unschedulable=True), {(m.UNSCHEDULABLE, "NoSchedule")}),

@@ -9,7 +9,10 @@
   ``Unknown`` (``NodeStatusUnknown``, "Kubelet stopped posting node status.").
 * :func:`desired_taints` — the taints the conditions imply: ``not-ready`` / ``unreachable``
   with ``NoExecute`` (taint-based eviction) and ``NoSchedule`` (scheduling), the pressure
-  taints, ``unschedulable``; :func:`merge_taints` applies them and leaves other taints alone.
+  taints, ``unschedulable``; a node that never reported keeps ``not-ready:NoSchedule`` (ours:
+  upstream's pass would drop the taint its admission added; a Node object with no agent
+  behind it must not receive pods); :func:`merge_taints` applies them and leaves other
+  taints alone.
 * :func:`eviction_delay` — how long a pod may stay on a node with ``NoExecute`` taints: now if
   it does not tolerate one, never if it tolerates all forever, else the smallest
   ``tolerationSeconds`` counted from when the taint was added.
@@ -123,7 +126,12 @@ def desired_taints(node: Mapping[str, Any]) -> set[tuple[str, str]]:
     """(key, effect) of every managed taint the node's conditions and spec call for."""
     out: set[tuple[str, str]] = set()
     ready = ready_status(node)
-    if ready == "False":
+    if ready is None:
+        # Never reported (a Node object with no agent behind it yet): not schedulable until
+        # it does, as upstream's admission taints every new Node. Not NoExecute: nothing to
+        # evict before the startup grace period has passed.
+        out.add((NOT_READY, "NoSchedule"))
+    elif ready == "False":
         out |= {(NOT_READY, "NoExecute"), (NOT_READY, "NoSchedule")}
     elif ready == "Unknown":
         out |= {(UNREACHABLE, "NoExecute"), (UNREACHABLE, "NoSchedule")}
