@@ -380,6 +380,15 @@ def test_deployment_resizes_in_place_and_rolls_out_everything_else(w: Workloads)
     assert all(p["spec"]["containers"][0]["resources"] == second for p in undone)
     w.kubectl("scale", "deployment/web", "--replicas=2")
     running_pods(w, "app=web", 2)
+    w.kubectl("rollout", "pause", "deployment/web")
+    w.kubectl("set", "image", "deployment/web", "main=busybox:1.37")
+    assert len(w.items("replicasets", "app=web")) == 2, "a paused deployment rolled out"
+    w.kubectl("rollout", "resume", "deployment/web")
+    w.kubectl("rollout", "status", "deployment/web", "--timeout=120s", timeout=150)
+    w.kubectl("rollout", "restart", "deployment/web")
+    w.kubectl("rollout", "status", "deployment/web", "--timeout=120s", timeout=150)
+    sizes = sorted(r["spec"]["replicas"] for r in w.items("replicasets", "app=web"))
+    assert sizes == [0, 0, 0, 2], sizes
     w.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
 
 
