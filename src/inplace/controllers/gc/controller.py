@@ -19,8 +19,8 @@ information.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from inplace.client import (
     DEPLOYMENTS,
@@ -36,7 +36,6 @@ from inplace.client import (
     Informer,
     Resource,
     key_of,
-    split_key,
 )
 
 from ..base import Context, QueueController
@@ -65,6 +64,13 @@ _OWNER_KINDS: dict[tuple[str, str], Resource] = {
 }
 
 
+_PROPAGATION: dict[str, Literal["Orphan", "Background", "Foreground"]] = {
+    "Orphan": "Orphan",
+    "Background": "Background",
+    "Foreground": "Foreground",
+}
+
+
 def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
@@ -84,13 +90,23 @@ class GarbageCollector(QueueController):
             informer = ctx.informer(resource)
             self.informers[rid] = informer
             self.resources[rid] = resource
-            informer.add_handler(
-                lambda obj, rid=rid: self._changed(rid, obj, None),  # type: ignore[misc]
-                lambda old, new, rid=rid: self._changed(rid, new, old),  # type: ignore[misc]
-                lambda obj, rid=rid: self._deleted(rid, obj),  # type: ignore[misc]
-            )
+            informer.add_handler(*self._handlers(rid))
 
     # -- graph events ----------------------------------------------------------------------
+
+    def _handlers(
+        self, rid: str
+    ) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
+        def added(obj: Obj) -> None:
+            self._changed(rid, obj, None)
+
+        def updated(old: Obj, new: Obj) -> None:
+            self._changed(rid, new, old)
+
+        def deleted(obj: Obj) -> None:
+            self._deleted(rid, obj)
+
+        return added, updated, deleted
 
     def _enqueue(self, verb: str, rid: str, key: str) -> None:
         self.queue.add(f"{verb}|{rid}|{key}")
@@ -217,7 +233,7 @@ class GarbageCollector(QueueController):
                 resource,
                 name,
                 namespace=namespace,
-                propagation_policy=decision.propagation,  # type: ignore[arg-type]
+                propagation_policy=_PROPAGATION[decision.propagation],
                 preconditions={
                     "uid": uid_of(latest),
                     "resourceVersion": latest["metadata"]["resourceVersion"],
@@ -274,7 +290,3 @@ class GarbageCollector(QueueController):
             except APIConflictError:
                 raise
         await self._remove_finalizer(resource, owner, ORPHAN)
-
-
-def _key_parts(key: str) -> tuple[str | None, str]:
-    return split_key(key)

@@ -27,7 +27,6 @@ from inplace.api.timestamps import parse_rfc3339, rfc3339
 from inplace.client import (
     JOBS,
     PODS,
-    APIConflictError,
     APIError,
     APINotFoundError,
     key_of,
@@ -722,10 +721,7 @@ class _JobSync:
         return removed
 
     async def _write_status(self) -> None:
-        try:
-            updated: Obj = await self.client.update(JOBS, self.job, subresource="status")
-        except APIConflictError:
-            raise
+        updated: Obj = await self.client.update(JOBS, self.job, subresource="status")
         updated = with_type(updated, JOBS)
         updated.setdefault("status", {}).setdefault("uncountedTerminatedPods", {})
         self.job = updated

@@ -60,6 +60,7 @@ from .model import (
     CONDITION,
     ContainerWant,
     PodState,
+    Progress,
     State,
     desired_resources,
     fingerprint,
@@ -145,7 +146,7 @@ class WorkloadResizeController:
                 return f"Deployment/{namespace}/{ref.get('name')}"
         if kind not in ("ReplicaSet", "Job"):
             return None
-        return f"{kind}/{key_of(obj)}"  # type: ignore[arg-type]
+        return f"{kind}/{key_of(dict(obj))}"
 
     def _pod_top(self, pod: Mapping[str, Any]) -> str | None:
         ref = controller_of(pod)
@@ -431,7 +432,7 @@ class WorkloadResizeController:
         )
 
     async def _report(
-        self, kind: str, workload: Obj, progress: Any, policy: str, round_: _Round
+        self, kind: str, workload: Obj, progress: Progress, policy: str, round_: _Round
     ) -> float | None:
         now_text = rfc3339(self.ctx.now())
         cond = progress_condition(progress, policy=policy, kind=kind, now=now_text)
