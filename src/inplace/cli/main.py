@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a node agent may stay silent before its node is marked Unknown and "
         "its pods are evicted after their tolerationSeconds (default: 40s)",
     )
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
+    up.add_argument(
+        "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
+    )
     up.add_argument(
         "--no-scheduler",
         action="store_true",
@@ -94,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
             "controller-manager", help="run the workload controllers (started by `up`)"
         )
     )
+
+    from inplace.dashboard.main import add_arguments as dashboard_arguments
+
+    dashboard_arguments(
+        commands.add_parser("dashboard", help="serve the live dashboard (started by `up`)")
+    )
     return parser
 
 
@@ -115,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.controllers.main import main as controller_manager_main
 
         return controller_manager_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "dashboard":
+        from inplace.dashboard.main import main as dashboard_main
+
+        return dashboard_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
@@ -148,6 +162,8 @@ def _up(args: argparse.Namespace) -> int:
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
                 node_monitor_grace_period=args.node_monitor_grace_period,
+                dashboard=not args.no_dashboard,
+                dashboard_port=args.dashboard_port,
             )
         )
     except UpError as exc:

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inplace.client import WorkQueue
+from inplace.client.events import ObjectRef
 
 from .actions import NodeActions, PodRef
 from .cgroups.base import CgroupDriver
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .sandbox import PodSandboxes
+from .volumes.payload import ObjectReader
 from .worker import PodWorker, WorkloadRuntime
 
 __all__ = ["NodeContext", "NodePaths"]
@@ -60,6 +62,9 @@ class NodeContext:
     paths: NodePaths
     sandboxes: PodSandboxes
     """The pods' mount namespaces, volumes and launches (:mod:`.sandbox`)."""
+    objects: ObjectReader | None = None
+    """The ConfigMaps and Secrets the node's pods reference (volumes, environment); None in
+    tests that need none."""
     workers: dict[str, PodWorker] = field(default_factory=dict)
     """uid → worker."""
     by_key: dict[str, str] = field(default_factory=dict)
@@ -88,5 +93,15 @@ class NodeContext:
         if not w.stopping:
             self.queue.add(w.key)
 
-    def event(self, pod: PodRef, reason: str, message: str, *, warning: bool = False) -> None:
-        self.actions.event(pod, "Warning" if warning else "Normal", reason, message)
+    def event(
+        self,
+        pod: PodRef,
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        field_path: str = "",
+    ) -> None:
+        """An event about the pod, or about one of its containers (``field_path``)."""
+        ref = ObjectRef(pod.namespace, pod.name, pod.uid, field_path=field_path)
+        self.actions.event(ref, "Warning" if warning else "Normal", reason, message)
