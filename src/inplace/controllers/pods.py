@@ -36,7 +36,7 @@ from inplace.client import (
     Resource,
 )
 
-from .events import EventRecorder
+from .events import ControllerEvents
 
 __all__ = [
     "CONTROLLER_INDEX",
@@ -372,7 +372,7 @@ class Ownership:
 class PodControl:
     """Creates and deletes a controller's pods, recording upstream's events on the owner."""
 
-    def __init__(self, client: Client, recorder: EventRecorder) -> None:
+    def __init__(self, client: Client, recorder: ControllerEvents) -> None:
         self.client = client
         self.recorder = recorder
 
