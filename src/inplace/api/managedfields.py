@@ -1,0 +1,984 @@
+"""``metadata.managedFields``: who owns which field, kept on every write; server-side apply.
+
+A port of upstream's field manager (apimachinery's ``util/managedfields`` around
+structured-merge-diff's ``merge.Updater``), with its layers in the same order:
+
+* every write that is not an apply (create, update, every patch type, ``/status``,
+  ``/resize``) is an *Update*: the writer takes every field it added or changed, from every
+  other owner, and a field it removed leaves every owner (:meth:`FieldManager.update`);
+* an *Apply* merges the applied configuration into the live object by the kind's merge
+  types, owns exactly the fields it applied, removes the fields it applied last time and no
+  longer does unless someone else owns them, and fails with a conflict when it would change a
+  value another manager owns, unless forced (:meth:`FieldManager.apply`);
+* entries are per manager, operation and subresource (and API version, for updates), merged
+  when the same manager writes again, stamped with the time of the last write that changed
+  something, sorted as upstream sorts them; at most ten update entries are kept (older ones
+  merge into ``ancient-changes``); ``apiVersion``, ``kind`` and the server-set metadata are
+  never owned; each subresource's *reset fields* (a pod's ``status`` through the pod itself,
+  its ``spec`` through ``/status``, only resources through ``/resize``) are never owned
+  through it;
+* the first apply to an object without managed fields gives what is there to
+  ``before-first-apply``, and ``kubectl``'s first server-side apply of an object that
+  client-side apply made takes over the fields its ``last-applied-configuration`` annotation
+  lists without a conflict (upstream's "upgrade"), then keeps that annotation current.
+
+Pure: callers pass the objects and the time; the API server writes the result.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from inplace.api import fieldpath, typed
+from inplace.api.fieldpath import FieldsError, Set
+from inplace.api.fieldschema import Atom, kind_atom, named_atom, zero_object
+from inplace.api.kinds import Kind
+from inplace.api.timestamps import parse_rfc3339
+from inplace.api.typed import MISSING, Comparison, TypedError
+from inplace.api.validation.errors import TOO_LONG, FieldError, forbidden, invalid, required
+
+__all__ = [
+    "LAST_APPLIED",
+    "ApplyConflict",
+    "ApplyRefused",
+    "Entry",
+    "FieldManager",
+    "Managed",
+    "decode",
+    "encode",
+    "field_manager",
+    "manager_from_user_agent",
+    "manager_identifier",
+]
+
+#: kubectl's client-side apply annotation (upstream ``LastAppliedConfigAnnotation``).
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+#: Upstream's limits: update entries kept, a field manager's length.
+MAX_UPDATE_MANAGERS: Final = 10
+MAX_MANAGER_LENGTH: Final = 128
+#: The manager the first apply credits with what an object already held.
+BEFORE_FIRST_APPLY: Final = "before-first-apply"
+ANCIENT_CHANGES: Final = "ancient-changes"
+_CURRENT: Final = "current-operation"
+_ANNOTATIONS_LIMIT: Final = 256 * 1024
+
+#: What nobody ever owns (upstream's stripMetaManager).
+_STRIPPED: Final = fieldpath.set_of(
+    ("f:apiVersion",),
+    ("f:kind",),
+    ("f:metadata",),
+    *(
+        ("f:metadata", "f:" + name)
+        for name in (
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        )
+    ),
+)
+
+
+class ApplyConflict(Exception):
+    """An apply that would change fields other managers own (upstream's 409)."""
+
+    def __init__(self, conflicts: Mapping[str, Set]) -> None:
+        self.conflicts = [
+            (manager, path)
+            for manager in sorted(conflicts)
+            for path in fieldpath.paths(conflicts[manager])
+        ]
+        super().__init__(_conflict_message(self.conflicts))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+    def causes(self) -> list[dict[str, str]]:
+        return [
+            {
+                "reason": "FieldManagerConflict",
+                "message": f"conflict with {_print_manager(manager)}",
+                "field": fieldpath.format_path(path),
+            }
+            for manager, path in self.conflicts
+        ]
+
+
+class ApplyRefused(Exception):
+    """An apply upstream refuses before merging, with its code (400, 422, 500)."""
+
+    def __init__(self, code: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+def _conflict_message(conflicts: list[tuple[str, fieldpath.Path]]) -> str:
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        return (
+            f"Apply failed with 1 conflict: conflict with {_print_manager(manager)}: "
+            f"{fieldpath.format_path(path)}"
+        )
+    lines: list[str] = []
+    current = None
+    for manager, path in conflicts:
+        if manager != current:
+            lines.append(f"conflicts with {_print_manager(manager)}:")
+            current = manager
+        lines.append(f"- {fieldpath.format_path(path)}")
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=1024)
+def _print_manager(identifier: str) -> str:
+    """Upstream's printManager: ``"kubectl-client-side-apply" using apps/v1``."""
+    entry = orjson.loads(identifier)
+    shown = fieldpath._go_quote(entry.get("manager", ""))
+    if entry.get("subresource"):
+        shown += f' with subresource "{entry["subresource"]}"'
+    if entry.get("operation") == "Update":
+        return f"{shown} using {entry.get('apiVersion', '')}"
+    return shown
+
+
+# --- entries -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One manager's fields (upstream's VersionedSet): the set, the API version it was
+    written at, and whether it came from an apply."""
+
+    fields: Set
+    api_version: str
+    applied: bool
+    #: Whether `fields` is in upstream's order already (read from a stored object, which the
+    #: server wrote ordered), so it is written back as it is.
+    ordered: bool = False
+
+    def with_fields(self, fields: Set) -> Entry:
+        """This entry owning `fields` instead (itself when they are the same set)."""
+        if fields is self.fields:
+            return self
+        return Entry(fields, self.api_version, self.applied)
+
+
+@dataclass
+class Managed:
+    """Every manager's entry by identifier, and the time of each one's last change."""
+
+    fields: dict[str, Entry]
+    times: dict[str, str | None]
+
+    def copy(self) -> Managed:
+        return Managed(dict(self.fields), dict(self.times))
+
+
+@functools.lru_cache(maxsize=4096)
+def manager_identifier(
+    manager: str, operation: str, api_version: str, subresource: str | None
+) -> str:
+    """Upstream's BuildManagerIdentifier: the entry without its fields and time, as JSON in
+    Go's field order; appliers are one manager whatever API version they apply at."""
+    entry: dict[str, str] = {}
+    if manager:
+        entry["manager"] = manager
+    entry["operation"] = operation
+    if api_version and operation != "Apply":
+        entry["apiVersion"] = api_version
+    if subresource:
+        entry["subresource"] = subresource
+    return orjson.dumps(entry).decode()
+
+
+def decode(entries: Any, *, canonical: bool = False) -> Managed:
+    """The managedFields of an object (upstream DecodeManagedFields); ValueError names what is
+    wrong. `canonical` rewrites each ``fieldsV1`` in canonical form, for entries a client
+    wrote (the server's own are canonical already)."""
+    managed = Managed({}, {})
+    if entries is None:
+        return managed
+    if not isinstance(entries, list):
+        raise ValueError("managedFields must be a list")
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"managed fields entry {position} is not an object")
+        operation = entry.get("operation")
+        if operation not in ("Apply", "Update"):
+            raise ValueError("operation must be `Apply` or `Update`")
+        api_version = entry.get("apiVersion")
+        if not api_version or not isinstance(api_version, str):
+            raise ValueError("apiVersion must not be empty")
+        fields_type = entry.get("fieldsType")
+        if not fields_type:
+            raise ValueError(f"missing fieldsType in managed fields entry {position}")
+        if fields_type != "FieldsV1":
+            raise ValueError(
+                f'invalid fieldsType "{fields_type}" in managed fields entry {position}'
+            )
+        manager, subresource = entry.get("manager", ""), entry.get("subresource")
+        if not isinstance(manager, str) or not isinstance(subresource, str | None):
+            raise ValueError(f"managed fields entry {position} has a bad manager or subresource")
+        identifier = manager_identifier(manager, operation, api_version, subresource)
+        fields = entry.get("fieldsV1") or {}
+        try:
+            fields = fieldpath.canonical_fields_v1(fields) if canonical else fields
+        except FieldsError as exc:
+            raise ValueError(f"error decoding set: {exc}") from None
+        if not isinstance(fields, dict):
+            raise ValueError(f"fieldsV1 of managed fields entry {position} is not an object")
+        managed.fields[identifier] = Entry(
+            fields, api_version, operation == "Apply", ordered=not canonical
+        )
+        time = entry.get("time")
+        managed.times[identifier] = time if isinstance(time, str) else None
+    return managed
+
+
+def encode(managed: Managed) -> list[dict[str, Any]] | None:
+    """The managedFields to store (upstream encodeManagedFields), sorted as upstream sorts
+    them: operation, time, manager, API version, subresource. None when nobody owns
+    anything (the field is then left out)."""
+    if not managed.fields:
+        return None
+    out = []
+    for identifier, entry in managed.fields.items():
+        ident = _parse_identifier(identifier)
+        encoded: dict[str, Any] = {}
+        if ident.get("manager"):
+            encoded["manager"] = ident["manager"]
+        encoded["operation"] = "Apply" if entry.applied else ident["operation"]
+        encoded["apiVersion"] = entry.api_version
+        time = managed.times.get(identifier)
+        if time:
+            encoded["time"] = time
+        encoded["fieldsType"] = "FieldsV1"
+        encoded["fieldsV1"] = (
+            entry.fields if entry.ordered else fieldpath.to_fields_v1(entry.fields)
+        )
+        if ident.get("subresource"):
+            encoded["subresource"] = ident["subresource"]
+        out.append(encoded)
+    out.sort(key=_entry_order)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_identifier(identifier: str) -> dict[str, str]:
+    parsed: dict[str, str] = orjson.loads(identifier)
+    return parsed
+
+
+def _entry_order(entry: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        entry["operation"],
+        _seconds(entry.get("time")),
+        entry.get("manager", ""),
+        entry["apiVersion"],
+        entry.get("subresource", ""),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _seconds(time: str | None) -> int:
+    if not time:
+        return 0
+    try:
+        return int(parse_rfc3339(time).timestamp())
+    except ValueError:
+        return 0
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """Upstream's prefixFromUserAgent: what a writer that names no field manager is called
+    (``kubectl/v1.33.1 (linux/amd64)`` -> ``kubectl``)."""
+    out = []
+    size = 0
+    for char in user_agent.split("/", 1)[0]:
+        if not char.isprintable():
+            continue
+        width = len(char.encode())
+        if size + width > MAX_MANAGER_LENGTH:
+            break
+        out.append(char)
+        size += width
+    return "".join(out)
+
+
+def option_errors(manager: str, *, force_given: bool, apply: bool) -> list[FieldError]:
+    """Upstream's checks of a write's ``fieldManager`` and ``force`` (ValidatePatchOptions,
+    ValidateFieldManager): apply needs a manager, only apply may force, and a manager is at
+    most 128 bytes of printable characters."""
+    errors: list[FieldError] = []
+    if apply and not manager:
+        errors.append(required("fieldManager", "is required for apply patch"))
+    if not apply and force_given:
+        errors.append(forbidden("force", "may not be specified for non-apply patch"))
+    if len(manager.encode()) > MAX_MANAGER_LENGTH:
+        errors.append(
+            FieldError(TOO_LONG, "fieldManager", f"may not be more than {MAX_MANAGER_LENGTH} bytes")
+        )
+    position = 0
+    for char in manager:
+        if not char.isprintable():
+            errors.append(
+                invalid(
+                    "fieldManager",
+                    manager,
+                    f"invalid character U+{ord(char):04X} (at position {position})",
+                )
+            )
+        position += len(char.encode())
+    return errors
+
+
+def is_reset(entries: Any) -> bool:
+    """Whether a request's managedFields ask for them to be cleared: ``[]`` or ``[{}]``."""
+    return isinstance(entries, list) and (entries == [] or entries == [{}])
+
+
+# --- reset fields ------------------------------------------------------------------------
+
+#: A prefix pattern (upstream's SetMatcher): element (or "*") -> what to match below it;
+#: None matches everything.
+Matcher = dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ResetFields:
+    """What a (sub)resource never lets a writer own: an excluded set (upstream's reset fields,
+    removed with everything below them), or only what matches `include` (a reset-fields
+    filter: pods/resize owns only containers' resources)."""
+
+    exclude: Set | None = None
+    include: Matcher = None
+
+    def filter(self, fields: Set) -> Set:
+        if self.exclude is not None:
+            return fieldpath.recursive_difference(fields, self.exclude)
+        return _include(fields, self.include)
+
+    def filter_comparison(self, comparison: Comparison) -> Comparison:
+        return Comparison(
+            self.filter(comparison.removed),
+            self.filter(comparison.modified),
+            self.filter(comparison.added),
+        )
+
+
+def _include(fields: Set, matcher: Matcher) -> Set:
+    if matcher is None:
+        return fields
+    out: Set = {}
+    for element, node in fields.items():
+        child = matcher.get("*", matcher.get(element, False))
+        if child is False:
+            continue
+        member = not node or fieldpath.MEMBER in node
+        kids = {k: v for k, v in node.items() if k != fieldpath.MEMBER}
+        kids = _include(kids, child) if kids else {}
+        if kids:
+            out[element] = {fieldpath.MEMBER: {}, **kids} if member else kids
+        elif member:
+            out[element] = {}
+    return out
+
+
+def _prefix(*elements: str) -> Matcher:
+    matcher: Matcher = None
+    for element in reversed(elements):
+        matcher = {element: matcher}
+    return matcher
+
+
+def _merge_matchers(*matchers: Matcher) -> Matcher:
+    out: dict[str, Any] = {}
+    for matcher in matchers:
+        if matcher is None:
+            return None
+        for element, child in matcher.items():
+            out[element] = _merge_matchers(out[element], child) if element in out else child
+    return out
+
+
+_EXCLUDE_STATUS: Final = ResetFields(exclude=fieldpath.set_of(("f:status",)))
+_EXCLUDE_SPEC: Final = ResetFields(exclude=fieldpath.set_of(("f:spec",)))
+_RESIZE: Final = ResetFields(
+    include=_merge_matchers(
+        *(
+            _prefix("f:spec", containers, "*", part)
+            for containers in ("f:containers", "f:initContainers")
+            for part in ("f:resources", "f:resizePolicy")
+        )
+    )
+)
+#: Upstream's strategies' reset fields where they differ from the rule every kind follows
+#: (a kind with a status subresource: ``status`` through the object, ``spec`` through
+#: ``/status``).
+_RESET_FIELDS: Final[dict[tuple[str, str, str | None], ResetFields | None]] = {
+    ("", "Pod", "status"): ResetFields(
+        exclude=fieldpath.set_of(
+            ("f:spec",),
+            ("f:metadata", "f:deletionTimestamp"),
+            ("f:metadata", "f:ownerReferences"),
+        )
+    ),
+    ("", "Pod", "resize"): _RESIZE,
+    ("apps", "Deployment", "status"): ResetFields(
+        exclude=fieldpath.set_of(("f:spec",), ("f:metadata", "f:labels"))
+    ),
+    ("apps", "StatefulSet", "status"): ResetFields(
+        exclude=fieldpath.set_of(("f:spec",), ("f:metadata", "f:labels"))
+    ),
+}
+
+
+def reset_fields(kind: Kind, subresource: str | None) -> ResetFields | None:
+    """The reset fields of a kind's object or subresource."""
+    found = _RESET_FIELDS.get((kind.group, kind.kind, subresource), MISSING)
+    if found is not MISSING:
+        return found  # type: ignore[no-any-return]
+    if "status" not in kind.subresources:
+        return None
+    if subresource is None:
+        return _EXCLUDE_STATUS
+    if subresource == "status":
+        return _EXCLUDE_SPEC
+    return None
+
+
+# --- the updater (structured-merge-diff's merge.Updater) --------------------------------
+
+
+class _Updater:
+    """Ownership arithmetic for one kind's (sub)resource at one API version."""
+
+    def __init__(self, atom: Atom, version: str, reset: ResetFields | None) -> None:
+        self.atom = atom
+        self.version = version
+        self.reset = reset
+
+    def _compare(self, live: Any, new: Any) -> Comparison:
+        comparison = typed.compare(
+            _without_managed_fields(live), _without_managed_fields(new), self.atom
+        )
+        return self.reset.filter_comparison(comparison) if self.reset else comparison
+
+    def _filter(self, fields: Set) -> Set:
+        return self.reset.filter(fields) if self.reset else fields
+
+    def _take(
+        self,
+        live: Any,
+        new: Any,
+        managers: dict[str, Entry],
+        workflow: str,
+        *,
+        force: bool,
+    ) -> Comparison:
+        """Every other manager loses what `new` changes and removes (upstream
+        ``Updater.update``); unforced, a change to another manager's field is a conflict.
+        Managers of another API version cannot be compared and are dropped, as upstream
+        drops versions it cannot convert to."""
+        comparison = self._compare(live, new)
+        changed = comparison.changed
+        removed = comparison.removed
+        conflicts: dict[str, Set] = {}
+        for manager, entry in list(managers.items()):
+            if manager == workflow:
+                continue
+            if entry.api_version != self.version:
+                del managers[manager]
+                continue
+            if changed:
+                overlap = fieldpath.intersection(entry.fields, changed)
+                if overlap:
+                    conflicts[manager] = overlap
+        if conflicts and not force:
+            raise ApplyConflict(conflicts)
+        for manager, overlap in conflicts.items():
+            entry = managers[manager]
+            managers[manager] = entry.with_fields(fieldpath.difference(entry.fields, overlap))
+        if removed:
+            for manager, entry in list(managers.items()):
+                if manager != workflow:
+                    managers[manager] = entry.with_fields(
+                        fieldpath.difference(entry.fields, removed)
+                    )
+        for manager in [m for m, e in managers.items() if not e.fields]:
+            del managers[manager]
+        return comparison
+
+    def update(self, live: Any, new: Any, managers: dict[str, Entry], manager: str) -> None:
+        """`manager` wrote `new` over `live` (upstream ``Updater.Update``), in place."""
+        comparison = self._take(live, new, managers, manager, force=True)
+        previous = managers.get(manager)
+        fields = previous.fields if previous else {}
+        fields = fieldpath.difference(fields, comparison.removed)
+        fields = fieldpath.union(fields, comparison.modified)
+        fields = fieldpath.union(fields, comparison.added)
+        fields = self._filter(fields)
+        if fields:
+            managers[manager] = Entry(fields, self.version, False)
+        else:
+            managers.pop(manager, None)
+
+    def apply(
+        self, live: Any, config: Any, managers: dict[str, Entry], manager: str, *, force: bool
+    ) -> Any:
+        """Merge `config` into `live` for `manager` (upstream ``Updater.Apply``), updating
+        `managers` in place; returns the new object, or MISSING when nothing changed."""
+        new = typed.merge(live, config, self.atom)
+        if new is MISSING:
+            new = {}
+        last = managers.get(manager)
+        managers[manager] = Entry(
+            self._filter(typed.field_set(config, self.atom)), self.version, True
+        )
+        new = self._prune(new, managers, manager, last)
+        self._take(live, new, managers, manager, force=force)
+        return MISSING if new == live else new
+
+    def _prune(
+        self, merged: Any, managers: dict[str, Entry], manager: str, last: Entry | None
+    ) -> Any:
+        """Remove what `manager` applied last time and not this time, unless another manager
+        (or this one's new configuration) owns it (upstream ``Updater.prune``)."""
+        if last is None or not last.fields or last.api_version != self.version:
+            return merged
+        atom = self.atom
+        named = typed.named_fields_as_members
+        pruned = _object(typed.remove_items(merged, named(last.fields, atom), atom))
+        # Add back what anyone still owns.
+        owned: Set = {}
+        for entry in managers.values():
+            if entry.api_version == self.version:
+                owned = fieldpath.union(owned, entry.fields)
+        merged_set = named(typed.field_set(merged, atom), atom)
+        pruned_set = named(typed.field_set(pruned, atom), atom)
+        keep = fieldpath.union(pruned_set, named(owned, atom))
+        pruned = _object(typed.remove_items(merged, fieldpath.difference(merged_set, keep), atom))
+        # Remove only what this manager owned last time (not items nobody owned).
+        pruned_set = named(typed.field_set(pruned, atom), atom)
+        dangling = fieldpath.intersection(
+            fieldpath.difference(merged_set, pruned_set), named(last.fields, atom)
+        )
+        return _object(typed.remove_items(merged, dangling, atom))
+
+
+def _object(data: Any) -> Any:
+    return {} if data is MISSING else data
+
+
+def _without_managed_fields(obj: Any) -> Any:
+    """The object as compared: its managedFields are never part of it."""
+    if not isinstance(obj, dict):
+        return obj
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+# --- the field manager -------------------------------------------------------------------
+
+
+class FieldManager:
+    """The field manager of one kind's object, or of one of its subresources."""
+
+    def __init__(
+        self,
+        kind_name: str,
+        api_version: str,
+        atom: Atom,
+        subresource: str | None,
+        reset: ResetFields | None,
+        empty: Mapping[str, Any],
+    ) -> None:
+        self.kind_name = kind_name
+        self.api_version = api_version
+        self.subresource = subresource
+        self.atom = atom
+        self.empty = empty
+        self._updater = _Updater(atom, api_version, reset)
+
+    # -- Update ---------------------------------------------------------------------------
+
+    def update(
+        self, live: Mapping[str, Any] | None, new: Mapping[str, Any], manager: str, now: str
+    ) -> list[dict[str, Any]] | None:
+        """The managedFields `new` gets when `manager` writes it over `live` (None for a
+        create). A write to the object itself may set managedFields by hand (``[]`` or
+        ``[{}]`` clears them); a subresource never can. An object that has none (it was
+        cleared) stays without until an apply. Upstream's UpdateNoErrors: a value the
+        schema cannot take keeps the live object's managedFields."""
+        live_obj: Mapping[str, Any] = live if live is not None else self.empty
+        live_entries = _meta(live_obj).get("managedFields")
+        new_entries = _meta(new).get("managedFields")
+        managed = self._decode_live_or_new(live_entries, new_entries)
+        if not managed.fields and live is not None:
+            return None
+        try:
+            self._update_managed(live_obj, new, managed, manager, now)
+        except (TypedError, ValueError):
+            return live_entries if isinstance(live_entries, list) else None
+        _cap_update_managers(managed)
+        return encode(managed)
+
+    def _decode_live_or_new(self, live_entries: Any, new_entries: Any) -> Managed:
+        if self.subresource is None and new_entries is not live_entries:
+            if is_reset(new_entries):
+                return Managed({}, {})
+            try:
+                managed = decode(new_entries, canonical=True)
+            except ValueError:
+                managed = Managed({}, {})
+            if managed.fields:
+                return managed
+        try:
+            return decode(live_entries)
+        except ValueError:
+            return Managed({}, {})
+
+    def _update_managed(
+        self,
+        live: Mapping[str, Any],
+        new: Mapping[str, Any],
+        managed: Managed,
+        manager: str,
+        now: str,
+    ) -> None:
+        """BuildManagerInfo, ManagedFieldsUpdater, StripMeta and Updater.Update, in place."""
+        identifier = manager_identifier(
+            manager or "unknown", "Update", self.api_version, self.subresource
+        )
+        fields = managed.fields
+        self._updater.update(live, new, fields, _CURRENT)
+        current = fields.pop(_CURRENT, None)
+        if current is not None:
+            stripped = fieldpath.difference(current.fields, _STRIPPED)
+            if stripped:
+                previous = fields.get(identifier)
+                if previous is not None:
+                    stripped = fieldpath.union(previous.fields, stripped)
+                fields[identifier] = Entry(stripped, current.api_version, False)
+                managed.times[identifier] = now
+
+    # -- Apply ----------------------------------------------------------------------------
+
+    def apply(
+        self,
+        live: Mapping[str, Any] | None,
+        config: Mapping[str, Any],
+        manager: str,
+        now: str,
+        *,
+        force: bool = False,
+    ) -> dict[str, Any] | None:
+        """The object after `manager` applies `config` to `live` (None: to a new object),
+        with its managedFields; None when the apply changes nothing at all. Raises
+        ApplyConflict, or ApplyRefused for a configuration upstream refuses."""
+        live_obj: Mapping[str, Any] = live if live is not None else self.empty
+        try:
+            managed = decode(_meta(live_obj).get("managedFields"))
+        except ValueError as exc:
+            raise ApplyRefused(500, f"failed to decode managed fields: {exc}") from None
+        self._check_config(live_obj, config)
+        try:
+            new, result = self._apply_upgrading(live_obj, config, managed, manager, now, force)
+        except ApplyConflict:
+            raise
+        except TypedError as exc:
+            raise ApplyRefused(500, f"failed to merge config: {exc}") from None
+        unchanged = new is MISSING
+        new = _without_managed_fields(dict(live_obj)) if unchanged else dict(new)
+        if manager == "kubectl" and _last_applied(new) is not None:
+            _set_last_applied(new, config)
+        if (
+            unchanged
+            and result.fields == managed.fields
+            and _last_applied(new) == _last_applied(live_obj)
+        ):
+            return None
+        meta = dict(_meta(new))
+        entries = encode(result)
+        if entries is None:
+            meta.pop("managedFields", None)
+        else:
+            meta["managedFields"] = entries
+        new["metadata"] = meta
+        return new
+
+    def _check_config(self, live: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        """What upstream checks of an applied configuration before it merges anything."""
+        group_version = config.get("apiVersion", "")
+        kind = config.get("kind", "")
+        if group_version != self.api_version or kind != self.kind_name:
+            group, _, version = str(group_version).rpartition("/")
+            raise ApplyRefused(400, f"invalid object type: {group}/{version}, Kind={kind}")
+        if _meta(config).get("managedFields") is not None:
+            raise ApplyRefused(400, "metadata.managedFields must be nil")
+        errors = typed.check_applied(config, self.atom)
+        if errors:
+            meta = _meta(config)
+            where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            group, _, version = self.api_version.rpartition("/")
+            detail = (
+                errors[0] if len(errors) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errors)
+            )
+            raise ApplyRefused(
+                422,
+                f"failed to create typed patch object ({where}; {group}/{version}, "
+                f"Kind={self.kind_name}): {detail}",
+                errors[0].split(":", 1)[0],
+            )
+
+    def _apply_upgrading(
+        self,
+        live: Mapping[str, Any],
+        config: Mapping[str, Any],
+        managed: Managed,
+        manager: str,
+        now: str,
+        force: bool,
+    ) -> tuple[Any, Managed]:
+        """upstream's lastAppliedManager: kubectl taking over from client-side apply."""
+        try:
+            return self._apply_once(live, config, managed, manager, now, force)
+        except ApplyConflict as conflict:
+            if manager != "kubectl":
+                raise
+            allowed = self._allowed_conflicts(live)
+            if allowed is None:
+                raise
+            remaining: dict[str, Set] = {}
+            for owner, path in conflict.conflicts:
+                if not fieldpath.has(allowed, path):
+                    fieldpath.insert(remaining.setdefault(owner, {}), path)
+            if remaining:
+                raise ApplyConflict(remaining) from None
+            return self._apply_once(live, config, managed, manager, now, True)
+
+    def _allowed_conflicts(self, live: Mapping[str, Any]) -> Set | None:
+        """The fields of the last-applied annotation whose values the live object still has."""
+        text = _last_applied(live)
+        if text is None:
+            return None
+        try:
+            last = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(last, dict) or last.get("apiVersion") != self.api_version:
+            return None
+        try:
+            fields = typed.field_set(last, self.atom)
+            differs = typed.compare(last, _without_managed_fields(live), self.atom)
+        except TypedError:
+            return None
+        for changed in (differs.modified, differs.added, differs.removed):
+            fields = fieldpath.difference(fields, changed)
+        return fields
+
+    def _apply_once(
+        self,
+        live: Mapping[str, Any],
+        config: Mapping[str, Any],
+        managed: Managed,
+        manager: str,
+        now: str,
+        force: bool,
+    ) -> tuple[Any, Managed]:
+        """SkipNonApplied, BuildManagerInfo, ManagedFieldsUpdater, StripMeta and
+        Updater.Apply, on a copy of `managed`."""
+        managed = managed.copy()
+        if not managed.fields:
+            # The first apply: whatever the object holds belongs to before-first-apply.
+            self._update_managed(self.empty, live, managed, BEFORE_FIRST_APPLY, now)
+        identifier = manager_identifier(manager, "Apply", "", self.subresource)
+        new = self._updater.apply(live, config, managed.fields, identifier, force=force)
+        entry = managed.fields.get(identifier)
+        if entry is not None:
+            stripped = fieldpath.difference(entry.fields, _STRIPPED)
+            if stripped:
+                managed.fields[identifier] = entry.with_fields(stripped)
+            else:
+                del managed.fields[identifier]
+        if new is not MISSING:
+            managed.times[identifier] = now
+        return new, managed
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _last_applied(obj: Mapping[str, Any]) -> str | None:
+    annotations = _meta(obj).get("annotations")
+    if not isinstance(annotations, Mapping):
+        return None
+    text = annotations.get(LAST_APPLIED)
+    return text if isinstance(text, str) and text else None
+
+
+def _set_last_applied(obj: dict[str, Any], config: Mapping[str, Any]) -> None:
+    """upstream's lastAppliedUpdater: the annotation becomes the applied configuration
+    (without the annotation), as Go's encoder writes it; dropped when it would not fit."""
+    applied = dict(config)
+    applied_meta = dict(_meta(applied))
+    applied_annotations = dict(applied_meta.get("annotations") or {})
+    applied_annotations.pop(LAST_APPLIED, None)
+    if applied_annotations:
+        applied_meta["annotations"] = applied_annotations
+    else:
+        applied_meta.pop("annotations", None)
+    applied["metadata"] = applied_meta
+    text = fieldpath.go_json(applied) + "\n"
+    meta = dict(_meta(obj))
+    annotations = dict(meta.get("annotations") or {})
+    annotations[LAST_APPLIED] = text
+    if (
+        sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
+        > _ANNOTATIONS_LIMIT
+    ):
+        del annotations[LAST_APPLIED]
+    meta["annotations"] = annotations
+    obj["metadata"] = meta
+
+
+def _cap_update_managers(managed: Managed) -> None:
+    """upstream's capManagersManager: at most ten update entries; the oldest merge into one
+    ``ancient-changes`` entry per API version."""
+    updaters = [m for m, e in managed.fields.items() if not e.applied]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return
+    updaters.sort(key=lambda m: (_seconds(managed.times.get(m)), m))
+    first_of_version: dict[str, str] = {}
+    length = len(updaters)
+    for manager in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        entry = managed.fields[manager]
+        time = managed.times.get(manager)
+        bucket = manager_identifier(ANCIENT_CHANGES, "Update", entry.api_version, None)
+        first = first_of_version.get(entry.api_version)
+        if first is None:
+            first_of_version[entry.api_version] = manager
+            continue
+        if bucket not in managed.fields:
+            managed.fields[bucket] = managed.fields.pop(first)
+        merged = fieldpath.union(entry.fields, managed.fields[bucket].fields)
+        managed.fields[bucket] = Entry(merged, entry.api_version, entry.applied)
+        del managed.fields[manager]
+        managed.times[bucket] = time
+        length -= 1
+
+
+# --- per kind ----------------------------------------------------------------------------
+
+
+@functools.cache
+def field_manager(kind: Kind, subresource: str | None = None) -> FieldManager:
+    """The field manager of a kind's object (`subresource` None) or of one subresource."""
+    empty = zero_object(kind)
+    empty["apiVersion"] = kind.api_version
+    empty["kind"] = kind.kind
+    return FieldManager(
+        kind.kind,
+        kind.api_version,
+        kind_atom(kind),
+        subresource,
+        reset_fields(kind, subresource),
+        empty,
+    )
+
+
+@functools.cache
+def scale_field_manager() -> FieldManager:
+    """The field manager of ``/scale`` (an ``autoscaling/v1`` Scale)."""
+    empty = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"creationTimestamp": None},
+        "spec": {},
+        "status": {"replicas": 0},
+    }
+    return FieldManager(
+        "Scale",
+        "autoscaling/v1",
+        named_atom("io.k8s.api.autoscaling.v1.Scale"),
+        "scale",
+        None,
+        empty,
+    )
+
+
+_REPLICAS: Final = ("f:spec", "f:replicas")
+
+
+def scale_entries(parent_entries: Any) -> list[dict[str, Any]] | None:
+    """The managedFields of a ``/scale`` view: the owners of the object's ``spec.replicas``,
+    as owners of the Scale's (upstream ScaleHandler.ToSubresource)."""
+    try:
+        parent = decode(parent_entries)
+    except ValueError:
+        return None
+    scale = Managed({}, {})
+    for identifier, entry in parent.fields.items():
+        if fieldpath.has(entry.fields, _REPLICAS):
+            scale.fields[identifier] = Entry(
+                fieldpath.set_of(_REPLICAS), "autoscaling/v1", entry.applied
+            )
+            scale.times[identifier] = parent.times.get(identifier)
+    return encode(scale)
+
+
+def parent_entries_after_scale(
+    parent_entries: Any, scale_after: Any, api_version: str
+) -> list[dict[str, Any]] | None:
+    """The object's managedFields after a write to ``/scale`` (upstream
+    ScaleHandler.ToParent): whoever owns the Scale's replicas owns the object's, taking it
+    from its other owners."""
+    try:
+        parent = decode(parent_entries)
+        scale = decode(scale_after)
+    except ValueError:
+        return parent_entries if isinstance(parent_entries, list) else None
+    out = Managed({}, {})
+    scale_fields = dict(scale.fields)
+    for identifier, entry in parent.fields.items():
+        if not fieldpath.has(entry.fields, _REPLICAS):
+            out.fields[identifier] = entry
+            out.times[identifier] = parent.times.get(identifier)
+        elif identifier not in scale_fields:
+            rest = fieldpath.difference(entry.fields, fieldpath.set_of(_REPLICAS))
+            if rest:
+                out.fields[identifier] = entry.with_fields(rest)
+                out.times[identifier] = parent.times.get(identifier)
+        else:
+            out.fields[identifier] = entry
+            out.times[identifier] = parent.times.get(identifier)
+            del scale_fields[identifier]
+    for identifier, entry in scale_fields.items():
+        if fieldpath.has(entry.fields, _REPLICAS):
+            out.fields[identifier] = Entry(fieldpath.set_of(_REPLICAS), api_version, entry.applied)
+            out.times[identifier] = parent.times.get(identifier)
+    return encode(out)
+
+
+def applied_names(entries: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The managers of a managedFields list (for messages and tests)."""
+    return [str(e.get("manager", "")) for e in entries]
