@@ -54,6 +54,7 @@ class Atom:
     """
 
     __slots__ = (
+        "_zeros",
         "defaults",
         "elem",
         "fields",
@@ -73,6 +74,17 @@ class Atom:
         self.list_elem: Atom | None = None
         self.list_atomic = True
         self.keys: tuple[str, ...] = ()
+        self._zeros: dict[str, Any] | None = None
+
+    @property
+    def zeros(self) -> dict[str, Any]:
+        """The fields Go always prints for this struct, with their zero values (a struct's is
+        ``{}``, a list's ``null``, a string's ``""``): what upstream's field manager sees in
+        every object of the type, because it compares Go values converted to JSON. Read from
+        the protobuf schema's field modes; empty for types it does not have."""
+        if self._zeros is None:
+            self._zeros = _zeros_of(self.name)
+        return self._zeros
 
     def __repr__(self) -> str:
         return f"Atom({self.name or 'inline'})"
@@ -152,6 +164,19 @@ def _fill(atom: Atom, body: Mapping[str, Any]) -> None:
     atom.elem = _ref(elem) if elem is not None else None
     for name, ref in fields.items():
         atom.fields[name] = _ref(ref)
+
+
+def _zeros_of(name: str) -> dict[str, Any]:
+    if name.startswith("io.k8s.api."):
+        message = name[len("io.k8s.api.") :]
+    elif name.startswith("io.k8s.apimachinery.pkg.apis.meta."):
+        message = name[len("io.k8s.apimachinery.pkg.apis.") :]
+    else:
+        return {}
+    if message not in protobuf.schema().messages:
+        return {}
+    zero = protobuf.decode_message(message, b"")
+    return zero if isinstance(zero, dict) else {}
 
 
 # --- kinds -------------------------------------------------------------------------------

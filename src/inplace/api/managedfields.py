@@ -27,6 +27,7 @@ Pure: callers pass the objects and the time; the API server writes the result.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -167,7 +168,7 @@ class Entry:
     applied: bool
     #: Whether `fields` is in upstream's order already (read from a stored object, which the
     #: server wrote ordered), so it is written back as it is.
-    ordered: bool = False
+    ordered: bool = dataclasses.field(default=False, compare=False)
 
     def with_fields(self, fields: Set) -> Entry:
         """This entry owning `fields` instead (itself when they are the same set)."""
@@ -580,7 +581,49 @@ class _Updater:
 
 
 def _object(data: Any) -> Any:
-    return {} if data is MISSING else data
+    return {} if data is MISSING or data is None else data
+
+
+def _as_stored(new: Any, live: Any, atom: Atom) -> Any:
+    """The merged object as upstream stores it after converting it to its Go type: a field
+    set to ``null`` is not there, and neither is an empty list or map Go omits (``ports:
+    []``), unless Go always prints the field. Values taken from the live object as they are
+    stay as they are."""
+    if new is live:
+        return new
+    if type(new) is dict and atom.fields is not None:
+        old = live if type(live) is dict else {}
+        zeros = atom.zeros
+        out: dict[str, Any] = {}
+        for name, value in new.items():
+            before = old.get(name, MISSING)
+            if value is before:
+                out[name] = value
+                continue
+            child = atom.child(name)
+            if name not in zeros and (
+                value is None or value == [] or (value == {} and not child.fields)
+            ):
+                continue
+            out[name] = _as_stored(value, before, child)
+        return out
+    if type(new) is list and atom.list_elem is not None and not atom.list_atomic:
+        twins: dict[str, Any] = {}
+        if type(live) is list:
+            for item in live:
+                try:
+                    twins.setdefault(typed.item_element(atom, item), item)
+                except TypedError:
+                    pass
+        out_items = []
+        for item in new:
+            try:
+                twin = twins.get(typed.item_element(atom, item), MISSING)
+            except TypedError:
+                twin = MISSING
+            out_items.append(_as_stored(item, twin, atom.list_elem))
+        return out_items
+    return new
 
 
 def _without_managed_fields(obj: Any) -> Any:
@@ -639,7 +682,9 @@ class FieldManager:
         return encode(managed)
 
     def _decode_live_or_new(self, live_entries: Any, new_entries: Any) -> Managed:
-        if self.subresource is None and new_entries is not live_entries:
+        if self.subresource is None and not (
+            new_entries is live_entries or new_entries == live_entries
+        ):
             if is_reset(new_entries):
                 return Managed({}, {})
             try:
@@ -703,24 +748,24 @@ class FieldManager:
             raise
         except TypedError as exc:
             raise ApplyRefused(500, f"failed to merge config: {exc}") from None
-        unchanged = new is MISSING
-        new = _without_managed_fields(dict(live_obj)) if unchanged else dict(new)
+        obj: dict[str, Any] = (
+            dict(live_obj) if new is MISSING else _as_stored(new, live_obj, self.atom)
+        )
+        new = obj
         if manager == "kubectl" and _last_applied(new) is not None:
             _set_last_applied(new, config)
-        if (
-            unchanged
-            and result.fields == managed.fields
-            and _last_applied(new) == _last_applied(live_obj)
-        ):
-            return None
+        if result.fields == managed.fields and _without_managed_fields(
+            new
+        ) == _without_managed_fields(live_obj):
+            return None  # what upstream's store sees as a no-op (timestamps aside)
         meta = dict(_meta(new))
         entries = encode(result)
         if entries is None:
             meta.pop("managedFields", None)
         else:
             meta["managedFields"] = entries
-        new["metadata"] = meta
-        return new
+        obj["metadata"] = meta
+        return obj
 
     def _check_config(self, live: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         """What upstream checks of an applied configuration before it merges anything."""

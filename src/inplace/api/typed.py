@@ -216,12 +216,24 @@ def _compare(lhs: Any, rhs: Any, atom: Atom, path: list[str], out: Comparison) -
         return
     left = _role(atom, lhs) if lhs is not MISSING else None
     right = _role(atom, rhs) if rhs is not MISSING else None
-    role = right if left is None else left
     if left is not None and right is not None and left != right:
-        role = _LEAF
+        # A value that changed shape (a map became a string): upstream walks each side as
+        # its own shape against nothing of that shape.
+        _compare_as(left, lhs, None, atom, path, out)
+        _compare_as(right, None, rhs, atom, path, out)
+        return
+    _compare_as(right if left is None else left, lhs, rhs, atom, path, out)
+
+
+def _compare_as(
+    role: int | None, lhs: Any, rhs: Any, atom: Atom, path: list[str], out: Comparison
+) -> None:
     if role == _MAP:
         lmap = lhs if type(lhs) is dict else {}
         rmap = rhs if type(rhs) is dict else {}
+        zeros = atom.zeros
+        if zeros:
+            lmap, rmap = _with_zeros(lmap, zeros), _with_zeros(rmap, zeros)
         if atom.map_atomic or (not lmap and not rmap):
             _leaf(lhs, rhs, path, out)
             return
@@ -249,6 +261,17 @@ def _compare(lhs: Any, rhs: Any, atom: Atom, path: list[str], out: Comparison) -
             fieldpath.insert(out.added, tuple(path))
         elif rhs is MISSING:
             fieldpath.insert(out.removed, tuple(path))
+
+
+def _with_zeros(data: dict[str, Any], zeros: dict[str, Any]) -> dict[str, Any]:
+    """A struct as Go holds it: the fields Go always prints are there, zero if unset (so an
+    object that lacks ``status`` compares as one whose ``status`` is ``{}``)."""
+    if not data:
+        return data
+    missing = [name for name in zeros if name not in data]
+    if not missing:
+        return data
+    return {**data, **{name: zeros[name] for name in missing}}
 
 
 def _leaf(lhs: Any, rhs: Any, path: list[str], out: Comparison) -> None:
@@ -313,9 +336,8 @@ def _compare_items(
 
 def merge(lhs: Any, rhs: Any, atom: Atom) -> Any:
     """`rhs` (an applied configuration) merged into `lhs` (the live object), as upstream's
-    ``TypedValue.Merge`` with its apply rule: a leaf takes the right-hand side. A field the
-    configuration sets to ``null`` goes, as the typed object upstream converts to drops it;
-    MISSING when nothing is left."""
+    ``TypedValue.Merge`` with its apply rule: a leaf takes the right-hand side (``null``
+    included); MISSING when nothing is left."""
     return _merge(lhs, rhs, atom)
 
 
@@ -339,12 +361,12 @@ def _merge(lhs: Any, rhs: Any, atom: Atom) -> Any:
                 out[name] = lvalue
                 continue
             merged = _merge(lvalue, rvalue, atom.child(name))
-            if merged is not MISSING and (merged is not None or lvalue is None):
+            if merged is not MISSING:
                 out[name] = merged
         for name, rvalue in rmap.items():
             if name not in lmap:
                 merged = _merge(MISSING, rvalue, atom.child(name))
-                if merged is not MISSING and merged is not None:
+                if merged is not MISSING:
                     out[name] = merged
         return out if out else MISSING
     if role == _LIST:
@@ -431,13 +453,14 @@ def _merge_items(llist: list[Any], rlist: list[Any], atom: Atom) -> list[Any]:
 
 def remove_items(data: Any, to_remove: Set, atom: Atom) -> Any:
     """`data` without the members of `to_remove` (upstream ``TypedValue.RemoveItems``): a
-    member goes with everything below it; MISSING when nothing is left."""
+    member goes with everything below it, and a map or list left empty becomes ``null``,
+    as upstream's does."""
     if not to_remove:
         return data
     role = _role(atom, data)
     if role == _MAP:
         if atom.map_atomic or type(data) is not dict or not data:
-            return data
+            return None
         out: dict[str, Any] = {}
         for name, child in data.items():
             node = to_remove.get("f:" + name)
@@ -445,13 +468,11 @@ def remove_items(data: Any, to_remove: Set, atom: Atom) -> Any:
                 if not node or fieldpath.MEMBER in node:
                     continue
                 child = remove_items(child, node, atom.child(name))
-                if child is MISSING:
-                    continue
             out[name] = child
-        return out if out else MISSING
+        return out if out else None
     if role == _LIST:
         if atom.list_atomic or type(data) is not list or not data:
-            return data
+            return None
         items: list[Any] = []
         elem = atom.list_elem or DEDUCED
         for item in data:
@@ -460,10 +481,10 @@ def remove_items(data: Any, to_remove: Set, atom: Atom) -> Any:
                 if not node or fieldpath.MEMBER in node:
                     continue
                 item = remove_items(item, node, elem)
-                if item is MISSING:
-                    item = {}
+                if item is None:
+                    item = {}  # an item keeps its place (upstream's would be a null item)
             items.append(item)
-        return items if items else MISSING
+        return items if items else None
     return data
 
 

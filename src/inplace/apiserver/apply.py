@@ -53,7 +53,7 @@ async def server_side_apply(
         requested = (body.get("metadata") or {}).get("resourceVersion")
         if requested and _parse_rv(requested) != entry.revision:
             raise conflict(kind.plural, kind.group, name)
-        new = _run(manager_of, live, body, manager, rest.now(), force)
+        new = _run(manager_of, kind, live, body, manager, rest.now(), force)
         if new is None:
             return WriteResult(live)
         _check_name(new, name, namespace)
@@ -97,7 +97,7 @@ async def _create(
             "was found",
         )
     manager_of = field_manager(kind)
-    new = _run(manager_of, None, body, manager, rest.now(), force)
+    new = _run(manager_of, kind, None, body, manager, rest.now(), force)
     if new is None:
         new = dict(manager_of.empty)
     _check_name(new, name, namespace)
@@ -108,6 +108,7 @@ async def _create(
 
 def _run(
     manager_of: FieldManager,
+    kind: Kind,
     live: dict[str, Any] | None,
     body: dict[str, Any],
     manager: str,
@@ -124,14 +125,19 @@ def _run(
     except ApplyRefused as exc:
         details = None
         if exc.field:
+            # kubectl shows an Invalid answer by its causes: "The Deployment "web" is
+            # invalid: spec.replicaz: field not declared in schema".
             details = {
+                "name": (body.get("metadata") or {}).get("name", ""),
+                "group": kind.group,
+                "kind": kind.kind,
                 "causes": [
                     {
                         "reason": "FieldValueInvalid",
                         "message": "field not declared in schema",
-                        "field": exc.field,
+                        "field": exc.field.lstrip("."),
                     }
-                ]
+                ],
             }
         raise StatusError(exc.code, exc.message, details=details) from exc
 
