@@ -309,7 +309,9 @@ class Resources:
                 manager=manager,
                 force=force,
             )
-        return json_response(result.obj, warnings=result.warnings)
+        return json_response(
+            result.obj, status=201 if result.created else 200, warnings=result.warnings
+        )
 
     async def _delete_collection(
         self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool
