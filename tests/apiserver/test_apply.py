@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from tests.apiserver.support import PODS, API, make_api, pod
+from tests.apiserver.support import API, PODS, make_api, pod
 from tests.conftest import InProcessServer
 
 APPLY = "application/apply-patch+yaml"
@@ -162,7 +162,7 @@ async def test_a_dry_run_apply_writes_nothing(apiserver: InProcessServer) -> Non
 
 
 async def test_a_yaml_body_is_read_as_upstream_reads_it(apiserver: InProcessServer) -> None:
-    api, session = await make_api(apiserver)
+    _, session = await make_api(apiserver)
     async with session:
         text = yaml.safe_dump(
             {
