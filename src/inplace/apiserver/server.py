@@ -29,6 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from inplace.api.kinds import REGISTRY, Registry
+from inplace.api.validation.pods import set_protected_host_paths
 from inplace.apiserver.auth import TokenFile, User
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.discovery import Discovery
@@ -66,6 +67,8 @@ class APIServerConfig:
     compact_every: float = _COMPACT_EVERY
     #: Take over the collector's full collections (see `_gc_loop`); for a server process.
     tune_gc: bool = False
+    #: Directories no hostPath volume may name (the cluster's data dir).
+    protected_host_paths: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -87,6 +90,7 @@ class APIServer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        set_protected_host_paths(self.config.protected_host_paths)
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await Store.open(self.config.data_dir / "store.db")
         self.cache = WatchCache(self.store, self.registry)

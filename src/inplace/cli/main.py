@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--host", default="127.0.0.1")
     apiserver.add_argument("--port", type=int, default=6443)
 
+    from inplace.cli.replay import add_arguments as replay_arguments
+
+    replay_arguments(
+        commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
+    )
+
     from inplace.node.main import add_arguments
 
     add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
@@ -88,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "replay":
+        from inplace.cli.replay import run as replay
+
+        return replay(args)
     if args.command == "node":
         from inplace.node.main import run
 
@@ -141,6 +151,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         tokens=TokenFile(data.tokens),
         log_root=data.logs / "pods",
         tune_gc=True,
+        protected_host_paths=(str(data.root),),
     )
 
     async def serve() -> None:
