@@ -13,8 +13,7 @@ import pytest
 from inplace.api import fieldpath as fp
 from inplace.api import typed
 from inplace.api.fieldpath import set_of
-from inplace.api.fieldschema import DEDUCED, Atom, kind_atom, named_atom, zero_object
-from inplace.api.kinds import REGISTRY
+from inplace.api.fieldschema import DEDUCED, Atom, named_atom
 from inplace.api.typed import MISSING, TypedError
 
 POD = named_atom("io.k8s.api.core.v1.Pod")
@@ -26,21 +25,6 @@ MAIN = (*CONTAINERS, 'k:{"name":"main"}')
 
 def pod(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
-
-
-def test_the_schema_knows_list_types_keys_defaults_and_atomic_structs() -> None:
-    containers = POD.child("spec").child("containers")
-    assert not containers.list_atomic and containers.keys == ("name",)
-    ports = containers.list_elem.child("ports")  # type: ignore[union-attr]
-    assert ports.keys == ("containerPort", "protocol")
-    assert ports.list_elem.defaults["protocol"] == "TCP"  # type: ignore[union-attr]
-    command = containers.list_elem.child("command")  # type: ignore[union-attr]
-    assert command.list_atomic
-    finalizers = POD.child("metadata").child("finalizers")
-    assert not finalizers.list_atomic and finalizers.keys == ()
-    assert DEPLOYMENT.child("spec").child("selector").map_atomic
-    labels = POD.child("metadata").child("labels")
-    assert labels.fields == {} and not labels.map_atomic
 
 
 def test_field_set_of_a_pod() -> None:
@@ -274,23 +258,6 @@ def test_an_item_without_any_key_is_refused() -> None:
     items.keys = ("id",)
     with pytest.raises(TypedError, match=r'omits all key fields \["id"\]'):
         typed.field_set([{"other": 1}], items)
-
-
-def test_crd_lists_are_atomic_unless_typed_otherwise() -> None:
-    vpa = kind_atom(REGISTRY.by_kind("autoscaling.k8s.io", "VerticalPodAutoscaler"))  # type: ignore[arg-type]
-    policies = vpa.child("spec").child("resourcePolicy").child("containerPolicies")
-    assert policies.list_atomic
-    assert vpa.child("metadata") is named_atom("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
-
-
-def test_the_zero_object_is_the_go_zero_value() -> None:
-    pods = REGISTRY.by_kind("", "Pod")
-    assert pods is not None
-    assert zero_object(pods) == {
-        "metadata": {"creationTimestamp": None},
-        "spec": {"containers": None},
-        "status": {},
-    }
 
 
 def test_missing_is_not_null() -> None:
