@@ -368,6 +368,8 @@ class ResetFields:
     include: Matcher = None
 
     def filter(self, fields: Set) -> Set:
+        if not fields:
+            return fields
         if self.exclude is not None:
             return fieldpath.recursive_difference(fields, self.exclude)
         return _include(fields, self.include)
@@ -674,10 +676,17 @@ class FieldManager:
         managed = self._decode_live_or_new(live_entries, new_entries)
         if not managed.fields and live is not None:
             return None
+        before = dict(managed.fields)
         try:
             self._update_managed(live_obj, new, managed, manager, now)
         except (TypedError, ValueError):
             return live_entries if isinstance(live_entries, list) else None
+        if (
+            isinstance(live_entries, list)
+            and managed.fields.keys() == before.keys()
+            and all(managed.fields[k] is v and v.ordered for k, v in before.items())
+        ):
+            return live_entries  # nobody's fields changed: the stored entries, as they are
         _cap_update_managers(managed)
         return encode(managed)
 
