@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from inplace.api import defaults
+from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import REGISTRY
-from inplace.api.managedfields import field_manager
 
 PODS = REGISTRY.by_kind("", "Pod")
 DEPLOYMENTS = REGISTRY.by_kind("apps", "Deployment")

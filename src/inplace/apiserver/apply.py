@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from inplace.api.fieldmanager import FieldManager, field_manager
 from inplace.api.kinds import Kind
-from inplace.api.managedfields import ApplyConflict, ApplyRefused, FieldManager, field_manager
+from inplace.api.managedfields import ApplyConflict, ApplyRefused
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import _RETRY_SECONDS, REST, WriteResult, _parse_rv, _until
 

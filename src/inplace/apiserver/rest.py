@@ -21,8 +21,8 @@ from typing import Any
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
+from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import Kind, Registry
-from inplace.api.managedfields import field_manager
 from inplace.api.patch import (
     PatchError,
     apply_json_patch,

@@ -9,14 +9,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from inplace.api.fieldmanager import FieldManager, scale_field_manager
 from inplace.api.kinds import Kind
 from inplace.api.managedfields import (
     ApplyConflict,
     ApplyRefused,
-    FieldManager,
     parent_entries_after_scale,
     scale_entries,
-    scale_field_manager,
 )
 from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
