@@ -50,6 +50,7 @@ from inplace.api.managedfields import (
     encode,
     is_reset,
     manager_identifier,
+    set_managed_fields,
 )
 from inplace.api.typed import MISSING, Comparison, TypedError
 
@@ -506,11 +507,7 @@ class FieldManager:
         ) == _without_managed_fields(live_obj):
             return None  # what upstream's store sees as a no-op (timestamps aside)
         meta = dict(_meta(new))
-        entries = encode(result)
-        if entries is None:
-            meta.pop("managedFields", None)
-        else:
-            meta["managedFields"] = entries
+        set_managed_fields(meta, encode(result))
         obj["metadata"] = meta
         return obj
 

@@ -30,6 +30,8 @@ from typing import Any, Final, TypeAlias
 
 import orjson
 
+from inplace.api.validation.errors import go_quote
+
 __all__ = [
     "MEMBER",
     "FieldsError",
@@ -178,7 +180,7 @@ def _go_string(data: Any) -> str:
     if isinstance(data, bool):
         return "true" if data else "false"
     if isinstance(data, str):
-        return _go_quote(data)
+        return go_quote(data)
     if isinstance(data, float):
         return repr(int(data)) if data.is_integer() and abs(data) < 1e21 else repr(data)
     if isinstance(data, int):
@@ -188,37 +190,6 @@ def _go_string(data: Any) -> str:
     if isinstance(data, dict):
         return "".join(f"{k}={_go_string(v)}" for k, v in data.items())
     return str(data)
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``strconv.Quote`` for the characters a key can hold."""
-    out = ['"']
-    for char in text:
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x100:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
 
 
 # --- nodes -------------------------------------------------------------------------------

@@ -23,7 +23,14 @@ import orjson
 from inplace.api import fieldpath
 from inplace.api.fieldpath import FieldsError, Set
 from inplace.api.timestamps import parse_rfc3339
-from inplace.api.validation.errors import TOO_LONG, FieldError, forbidden, invalid, required
+from inplace.api.validation.errors import (
+    TOO_LONG,
+    FieldError,
+    forbidden,
+    go_quote,
+    invalid,
+    required,
+)
 
 __all__ = [
     "ANCIENT_CHANGES",
@@ -41,6 +48,7 @@ __all__ = [
     "option_errors",
     "parent_entries_after_scale",
     "scale_entries",
+    "set_managed_fields",
 ]
 
 #: kubectl's client-side apply annotation (upstream ``LastAppliedConfigAnnotation``).
@@ -108,7 +116,7 @@ def _conflict_message(conflicts: list[tuple[str, fieldpath.Path]]) -> str:
 def _print_manager(identifier: str) -> str:
     """Upstream's printManager: ``"kubectl-client-side-apply" using apps/v1``."""
     entry = orjson.loads(identifier)
-    shown = fieldpath._go_quote(entry.get("manager", ""))
+    shown = go_quote(entry.get("manager", ""))
     if entry.get("subresource"):
         shown += f' with subresource "{entry["subresource"]}"'
     if entry.get("operation") == "Update":
@@ -262,6 +270,14 @@ def _seconds(time: str | None) -> int:
         return int(parse_rfc3339(time).timestamp())
     except ValueError:
         return 0
+
+
+def set_managed_fields(meta: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:
+    """Store `entries` as an object's managedFields (None: the field is left out)."""
+    if entries is None:
+        meta.pop("managedFields", None)
+    else:
+        meta["managedFields"] = entries
 
 
 def manager_from_user_agent(user_agent: str) -> str:

@@ -285,29 +285,30 @@ def _leaf(lhs: Any, rhs: Any, path: list[str], out: Comparison) -> None:
         fieldpath.insert(out.modified, tuple(path))
 
 
+def _group(
+    atom: Atom, items: list[Any], seen: dict[str, list[Any]], order: list[str]
+) -> dict[str, list[Any]]:
+    """A list's items by element (duplicates together); elements new to `seen` are appended
+    to `order` as they come."""
+    grouped: dict[str, list[Any]] = {}
+    for item in items:
+        element = item_element(atom, item)
+        found = grouped.get(element)
+        if found is None:
+            grouped[element] = [item]
+            if element not in seen:
+                order.append(element)
+        else:
+            found.append(item)
+    return grouped
+
+
 def _compare_items(
     llist: list[Any], rlist: list[Any], atom: Atom, path: list[str], out: Comparison
 ) -> None:
     order: list[str] = []
-    lvalues: dict[str, list[Any]] = {}
-    for item in llist:
-        element = item_element(atom, item)
-        found = lvalues.get(element)
-        if found is None:
-            lvalues[element] = [item]
-            order.append(element)
-        else:
-            found.append(item)
-    rvalues: dict[str, list[Any]] = {}
-    for item in rlist:
-        element = item_element(atom, item)
-        found = rvalues.get(element)
-        if found is None:
-            rvalues[element] = [item]
-            if element not in lvalues:
-                order.append(element)
-        else:
-            found.append(item)
+    lvalues = _group(atom, llist, {}, order)
+    rvalues = _group(atom, rlist, lvalues, order)
     elem = atom.list_elem or DEDUCED
     for element in order:
         lefts = lvalues.get(element, [])

@@ -119,28 +119,32 @@ def _run(
     """Apply with the field manager, answering its refusals as upstream's Status does."""
     try:
         return manager_of.apply(live, body, manager, now, force=force)
-    except ApplyConflict as exc:
-        raise StatusError(
-            409, exc.message, reason="Conflict", details={"causes": exc.causes()}
-        ) from exc
-    except ApplyRefused as exc:
-        details = None
-        if exc.field:
-            # kubectl shows an Invalid answer by its causes: "The Deployment "web" is
-            # invalid: spec.replicaz: field not declared in schema".
-            details = {
-                "name": (body.get("metadata") or {}).get("name", ""),
-                "group": kind.group,
-                "kind": kind.kind,
-                "causes": [
-                    {
-                        "reason": "FieldValueInvalid",
-                        "message": "field not declared in schema",
-                        "field": exc.field.lstrip("."),
-                    }
-                ],
-            }
-        raise StatusError(exc.code, exc.message, details=details) from exc
+    except (ApplyConflict, ApplyRefused) as exc:
+        raise refusal(exc, kind, body) from exc
+
+
+def refusal(exc: ApplyConflict | ApplyRefused, kind: Kind, body: Any) -> StatusError:
+    """Upstream's answer to an apply the field manager refused."""
+    if isinstance(exc, ApplyConflict):
+        return StatusError(409, exc.message, reason="Conflict", details={"causes": exc.causes()})
+    details = None
+    if exc.field:
+        # kubectl shows an Invalid answer by its causes: "The Deployment "web" is
+        # invalid: spec.replicaz: field not declared in schema".
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        details = {
+            "name": (meta or {}).get("name", ""),
+            "group": kind.group,
+            "kind": kind.kind,
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "field not declared in schema",
+                    "field": exc.field.lstrip("."),
+                }
+            ],
+        }
+    return StatusError(exc.code, exc.message, details=details)
 
 
 def _check_name(obj: dict[str, Any], name: str, namespace: str | None) -> None:

@@ -23,6 +23,7 @@ from inplace.api import defaults as api_defaults
 from inplace.api import validation
 from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import Kind, Registry
+from inplace.api.managedfields import set_managed_fields
 from inplace.api.patch import (
     PatchError,
     apply_json_patch,
@@ -220,7 +221,7 @@ class REST:
             # Upstream's field manager sees the decoded (defaulted) object, before admission
             # and the strategy add what the server sets on create.
             api_defaults.apply_defaults(kind, obj, on_create=False)
-            _set_managed_fields(meta, field_manager(kind).update(None, obj, manager, self.now()))
+            set_managed_fields(meta, field_manager(kind).update(None, obj, manager, self.now()))
         api_defaults.apply_defaults(kind, obj)
         self._prepare_for_create(kind, obj)
         self._validate(lambda: validation.validate_create(kind, obj))
@@ -426,7 +427,7 @@ class REST:
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not managed_fields:
             entries = field_manager(kind, subresource).update(old, new, manager, self.now())
-            _set_managed_fields(meta, entries)
+            set_managed_fields(meta, entries)
         self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
@@ -653,13 +654,6 @@ class REST:
             check()
         except validation.ValidationError as exc:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
-
-
-def _set_managed_fields(meta: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:
-    if entries is None:
-        meta.pop("managedFields", None)
-    else:
-        meta["managedFields"] = entries
 
 
 def _until(seconds: float) -> Iterator[None]:

@@ -16,10 +16,12 @@ from inplace.api.managedfields import (
     ApplyRefused,
     parent_entries_after_scale,
     scale_entries,
+    set_managed_fields,
 )
 from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
+from inplace.apiserver.apply import refusal
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import REST
 from inplace.store import ConflictError
@@ -188,7 +190,7 @@ async def write_scale(
         entries = scale_entries(parent_entries)
         if entries is not None:
             current["metadata"]["managedFields"] = entries
-        scale = _written_scale(scales, current, body, patch_type, manager, rest.now(), force)
+        scale = _written_scale(kind, scales, current, body, patch_type, manager, rest.now(), force)
         if scale is None:
             return scale_of(kind, entry.value)
         replicas = (scale.get("spec") or {}).get("replicas")
@@ -200,13 +202,11 @@ async def write_scale(
             )
         obj = copy_json(entry.value)
         obj.setdefault("spec", {})["replicas"] = replicas
-        after = parent_entries_after_scale(
-            parent_entries, scale.get("metadata", {}).get("managedFields"), kind.api_version
+        scale_after = scale.get("metadata", {}).get("managedFields")
+        set_managed_fields(
+            obj["metadata"],
+            parent_entries_after_scale(parent_entries, scale_after, kind.api_version),
         )
-        if after is None:
-            obj["metadata"].pop("managedFields", None)
-        else:
-            obj["metadata"]["managedFields"] = after
         try:
             result = await rest._write(
                 kind,
@@ -228,6 +228,7 @@ async def write_scale(
 
 
 def _written_scale(
+    kind: Kind,
     scales: FieldManager,
     current: dict[str, Any],
     body: Any,
@@ -243,12 +244,8 @@ def _written_scale(
             raise bad_request("error decoding patch: the body must be a Scale object")
         try:
             return scales.apply(current, body, manager, now, force=force)
-        except ApplyConflict as exc:
-            raise StatusError(
-                409, exc.message, reason="Conflict", details={"causes": exc.causes()}
-            ) from exc
-        except ApplyRefused as exc:
-            raise StatusError(exc.code, exc.message) from exc
+        except (ApplyConflict, ApplyRefused) as exc:
+            raise refusal(exc, kind, body) from exc
     try:
         if patch_type is None:
             scale = body
@@ -262,10 +259,6 @@ def _written_scale(
         raise bad_request("the body of the request must be a Scale object")
     scale = dict(scale)
     meta = dict(scale.get("metadata") or {})
-    entries = scales.update(current, scale, manager, now)
-    if entries is None:
-        meta.pop("managedFields", None)
-    else:
-        meta["managedFields"] = entries
+    set_managed_fields(meta, scales.update(current, scale, manager, now))
     scale["metadata"] = meta
     return scale
