@@ -52,7 +52,10 @@ def ssa(cluster: Cluster) -> Iterator[Cluster]:
     try:
         yield cluster
     finally:
-        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+        # Gone before the next module runs: nothing of ours is left on the shared node.
+        cluster.kubectl(
+            "delete", "namespace", NS, "--wait=true", "--timeout=90s", check=False, timeout=120
+        )
 
 
 def get(cluster: Cluster, kind: str, name: str) -> dict[str, Any]:
