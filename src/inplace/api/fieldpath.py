@@ -80,7 +80,16 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """The element of an associative list's item with these key fields."""
-    return "k:" + go_json({name: fields[name] for name in sorted(fields)})
+    try:
+        # Typed, so 1, 1.0 and True (equal in Python) are told apart.
+        return _scalar_key(tuple((n, type(v), v) for n, v in sorted(fields.items())))
+    except TypeError:  # a key field holding a list or a map: not cacheable
+        return "k:" + go_json({name: fields[name] for name in sorted(fields)})
+
+
+@functools.lru_cache(maxsize=65536)
+def _scalar_key(fields: tuple[tuple[str, type, Any], ...]) -> str:
+    return "k:" + go_json({name: value for name, _, value in fields})
 
 
 def value(item: Any) -> str:
