@@ -487,7 +487,7 @@ def applied_set(config: dict[str, Any]) -> fp.Set:
     return fields
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(configs(), configs())
 def test_apply_is_idempotent_and_owns_exactly_what_was_applied(
     first: dict[str, Any], second: dict[str, Any]

@@ -235,7 +235,7 @@ _paths = st.lists(_elements, min_size=1, max_size=5).map(tuple)
 _sets = st.lists(_paths, max_size=25).map(lambda paths: set_of(*paths))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(_sets)
 def test_fields_v1_round_trips(original: fp.Set) -> None:
     wire = orjson.loads(orjson.dumps(fp.to_fields_v1(original)))
@@ -245,7 +245,7 @@ def test_fields_v1_round_trips(original: fp.Set) -> None:
     assert set_of(*fp.paths(decoded)) == original
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(_sets, _sets)
 def test_set_algebra_laws(a: fp.Set, b: fp.Set) -> None:
     members_a, members_b = set(fp.paths(a)), set(fp.paths(b))
