@@ -11,6 +11,7 @@ as sent; then the verb goes to `REST` (create, update, patch, delete), to `Lists
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
+from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 
 
@@ -123,6 +125,7 @@ class Resources:
         *,
         log_root: Path,
         metrics_provider: MetricsProvider | None = None,
+        streams: PodStreams | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
@@ -131,6 +134,7 @@ class Resources:
         self.watches = watches
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
+        self.streams = streams
         self._nodes = registry.by_kind("", "Node")
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
 
@@ -139,6 +143,14 @@ class Resources:
         info = resolve(self.registry, request.method, request.path, query)
         if info is None:
             raise not_found_path(request.path)
+        if info.subresource in STREAMING_SUBRESOURCES and info.verb in ("get", "create"):
+            # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
+            info = dataclasses.replace(info, verb="create")
+            request[INFO] = info
+            await self.authorize(request[USER], info, None)
+            if self.streams is None:
+                raise StatusError(503, f"{info.kind.plural}/{info.subresource} is not served")
+            return await self.streams.serve(request, info)
         request[INFO] = info
         if not info.kind.stored:
             return json_response(await read_metrics(self.metrics_provider, info))
@@ -346,9 +358,10 @@ class Resources:
             what = qualified(info.kind.plural, info.kind.group)
             target = f' "{info.name}"' if info.name else ""
             where = f' in the namespace "{info.namespace}"' if info.namespace else ""
+            resource = info.kind.plural + (f"/{info.subresource}" if info.subresource else "")
             raise forbidden(
                 f'{what}{target} is forbidden: User "{user.name}" cannot {info.verb} resource '
-                f'"{info.kind.plural}" in API group "{info.kind.group}"{where}: {reason}'
+                f'"{resource}" in API group "{info.kind.group}"{where}: {reason}'
             )
 
     def _is_simulated(self, info: RequestInfo, old: dict[str, Any] | None, body: Any) -> bool:
