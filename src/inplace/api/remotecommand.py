@@ -231,7 +231,9 @@ def decode_message(protocol: Protocol, message: bytes) -> ChannelMessage | Close
         return CloseSignal(message[1])
     if protocol.base64:
         try:
-            return ChannelMessage(message[0] - ord("0"), base64.b64decode(message[1:]))
+            return ChannelMessage(
+                message[0] - ord("0"), base64.b64decode(message[1:], validate=True)
+            )
         except (binascii.Error, ValueError):
             return None
     return ChannelMessage(message[0], bytes(message[1:]))
