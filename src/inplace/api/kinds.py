@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from inplace.api import defaults, lifecycle, selectors, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
-from inplace.api.validation import cluster, pods, resize, workloads
+from inplace.api.validation import autoscaling, cluster, pods, resize, workloads
 
 
 @dataclass(frozen=True)
@@ -256,7 +256,16 @@ KINDS: tuple[Kind, ...] = (
         True,
         ("vpa",),
         ("status",),
-        strategy=Strategy(validate=cluster.validate_vpa, table=tables.VPA_TABLE),
+        strategy=Strategy(validate=autoscaling.validate_vpa, table=tables.VPA_TABLE),
+    ),
+    Kind(
+        "autoscaling.k8s.io",
+        "v1",
+        "VerticalPodAutoscalerCheckpoint",
+        "verticalpodautoscalercheckpoints",
+        True,
+        ("vpacheckpoint",),
+        strategy=Strategy(validate=autoscaling.validate_vpa_checkpoint),
     ),
     Kind(
         "metrics.k8s.io",
