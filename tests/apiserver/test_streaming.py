@@ -90,6 +90,7 @@ async def fake_agent() -> AsyncIterator[FakeAgent]:
 
     app = web.Application()
     app.router.add_route("*", "/exec/{namespace}/{pod}/{uid}/{container}", handle)
+    app.router.add_route("*", "/attach/{namespace}/{pod}/{uid}/{container}", handle)
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -256,14 +257,37 @@ async def test_an_agent_that_does_not_answer(
     assert body["message"].startswith("error dialing backend: ")
 
 
-async def test_discovery_lists_pods_exec(cluster: tuple[API, aiohttp.ClientSession]) -> None:
+async def test_attach_goes_the_same_way(
+    apiserver: InProcessServer,
+    fake_agent: FakeAgent,
+    cluster: tuple[API, aiohttp.ClientSession],
+) -> None:
+    _, session = cluster
+    async with asyncio.timeout(GUARD):
+        ws = await session.ws_connect(
+            apiserver.url + PODS + "/p/attach?stdout=true&stdin=true",
+            protocols=("v5.channel.k8s.io",),
+            headers=apiserver.headers(),
+        )
+        await ws.send_bytes(b"\x00bye")
+        assert [bytes(m.data) async for m in ws] == [b"\x01bye"]
+    [seen] = fake_agent.seen
+    assert seen["path"].startswith("/attach/default/p/")
+    assert seen["query"] == [("stdin", "1"), ("stdout", "1")]
+
+
+async def test_discovery_lists_pods_exec_and_attach(
+    cluster: tuple[API, aiohttp.ClientSession],
+) -> None:
     api, _ = cluster
     _, body = await api.call("GET", "/api/v1")
-    [entry] = [r for r in body["resources"] if r["name"] == "pods/exec"]
-    assert entry == {
+    entries = {r["name"]: r for r in body["resources"]}
+    assert entries["pods/exec"] == {
         "name": "pods/exec",
         "singularName": "",
         "namespaced": True,
         "kind": "PodExecOptions",
         "verbs": ["create", "get"],
     }
+    assert entries["pods/attach"]["kind"] == "PodAttachOptions"
+    assert entries["pods/attach"]["verbs"] == ["create", "get"]

@@ -265,3 +265,38 @@ def test_refusals(box: Cluster) -> None:
     assert "Upgrade request required" in raw.stderr
     discovery = json.loads(box.kubectl("get", "--raw", "/api/v1").stdout)
     assert "pods/exec" in {r["name"] for r in discovery["resources"]}
+
+
+def test_kubectl_attach_follows_the_container_until_it_exits(box: Cluster) -> None:
+    apply(
+        box,
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: talker}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "i=0; while :; do echo line $i; i=$((i+1)); sleep 0.2; done"]
+""",
+    )
+    try:
+        pod = wait_until(lambda: running(box, "talker"), what="talker running")
+        attach = subprocess.Popen(
+            ["kubectl", "attach", "talker"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=box.env(),
+        )
+        assert attach.stdout is not None
+        first = attach.stdout.readline()
+        second = attach.stdout.readline()
+        assert first.startswith("line ") and second.startswith("line ")
+        assert int(second.split()[1]) == int(first.split()[1]) + 1
+        os.kill(pid_of(pod), signal.SIGTERM)  # the container ends: so does the attach
+        assert attach.wait(30) == 0, attach.stderr.read() if attach.stderr else ""
+    finally:
+        delete(box, "talker")

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -313,3 +316,32 @@ async def test_a_client_that_hangs_up_takes_the_command_with_it(agent: Agent) ->
             return True
 
     await await_until(gone, what="the command killed when its client left")
+
+
+async def test_attach_streams_the_containers_output_until_it_exits(
+    agent: Agent, exec_container: ExecTarget
+) -> None:
+    """From the moment of attaching (earlier output is `kubectl logs`' business); stdin sent
+    to a container without one is dropped; the container's exit ends the session."""
+    log = Path(exec_container.process.log_path)
+    log.write_bytes(b"before attaching\n")
+    async with asyncio.timeout(GUARD), aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(
+            agent.url + "/attach/default/p/uid-1/main?stdin=1&stdout=1&stderr=1",
+            protocols=("v5.channel.k8s.io",),
+            headers=AUTH,
+        )
+        assert await ws.receive_bytes() == b"\x01"  # connection established
+        await ws.send_bytes(b"\x00ignored")
+        with log.open("ab") as out:
+            out.write(b"after attaching\n")
+        received = b""
+        while b"after attaching\n" not in received:
+            message = await ws.receive_bytes()
+            assert message[0] == 1
+            received += message[1:]
+        os.kill(exec_container.process.pid, signal.SIGKILL)
+        rest = [bytes(m.data) async for m in ws]
+        assert json.loads(rest[-1][1:]) == {"metadata": {}, "status": "Success"}
+        assert rest[-1][0] == 3
+    assert b"before attaching" not in received

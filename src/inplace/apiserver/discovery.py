@@ -109,6 +109,8 @@ def subresource_discovery(kind: Kind, sub: str) -> dict[str, Any]:
         entry["verbs"] = ["get"]
     elif sub == "exec":
         entry.update(kind="PodExecOptions", verbs=["create", "get"])
+    elif sub == "attach":
+        entry.update(kind="PodAttachOptions", verbs=["create", "get"])
     return entry
 
 

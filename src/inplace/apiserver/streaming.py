@@ -1,4 +1,5 @@
-"""``pods/exec``: checked here, then proxied, upgrade and all, to the agent of the pod's node.
+"""``pods/exec`` and ``pods/attach``: checked here, then proxied, upgrade and all, to the agent
+of the pod's node.
 
 Upstream's API server does the same with the kubelet (``ExecLocation``, then an
 upgrade-aware proxy), and so the rules and messages are its:
@@ -10,8 +11,9 @@ upgrade-aware proxy), and so the rules and messages are its:
 * the request must be an upgrade — to a WebSocket (kubectl ≥ 1.30: ``v5.channel.k8s.io``; the
   Python client: ``v4``) or to SPDY/3.1 (older kubectl, and the fallback of newer ones) —
   else 400 ``Upgrade request required``;
-* authorization asks for ``create`` on ``pods/exec`` whatever the HTTP method (upstream's
-  rule since 1.31 for WebSocket GETs), so a node's token cannot exec into pods (403).
+* authorization asks for ``create`` on ``pods/exec`` (``pods/attach``) whatever the HTTP
+  method (upstream's rule since 1.31 for WebSocket GETs), so a node's token cannot exec into
+  pods (403).
 
 **The proxy.** The API server opens a TCP connection to the node agent's endpoint (the
 Node's InternalIP and ``status.daemonEndpoints.kubeletEndpoint.Port``), sends the upgrade
@@ -45,7 +47,7 @@ from inplace.upgrade import hijack, is_upgrade_request
 
 __all__ = ["STREAMING_SUBRESOURCES", "PodStreams", "container_for"]
 
-STREAMING_SUBRESOURCES = ("exec",)
+STREAMING_SUBRESOURCES = ("exec", "attach")
 """The pod subresources served by proxying an upgraded connection to the node."""
 
 _FORWARDED = (

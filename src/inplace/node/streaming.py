@@ -1,8 +1,12 @@
-"""The node agent's streaming endpoint: ``kubectl exec`` as the API server proxies it.
+"""The node agent's streaming endpoint: ``kubectl exec`` and ``kubectl attach`` as the API
+server proxies them.
 
 Upstream's kubelet serves ``/exec/{namespace}/{pod}/{uid}/{container}?command=…&stdin=1…``
-and the API server forwards ``pods/exec`` there, upgrade and all; so does this agent, on its
-existing HTTP server (:mod:`.stats`). A session speaks one of two transports:
+(and ``/attach/…``) and the API server forwards ``pods/exec`` there, upgrade and all; so does
+this agent, on its existing HTTP server (:mod:`.stats`). An exec runs a command in the
+container (:mod:`.execproc`); an attach streams what the container's own process writes from
+then on, until it exits (its stdin is ``/dev/null``: what a client sends is dropped). A session
+speaks one of two transports:
 
 * **WebSocket** (``v5.channel.k8s.io`` from kubectl ≥ 1.30, ``v4`` from the official Python
   client, and the older channel protocols): each message is one channel's data
@@ -31,10 +35,13 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
+import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
+import psutil
 from aiohttp import WSMsgType, web
 
 from inplace.api.remotecommand import (
@@ -77,6 +84,30 @@ CLOSE_TIMEOUT = 5.0
 """How long a finished SPDY session waits for the client to hang up."""
 _SPDY_UPGRADE = "spdy/3.1"
 _QUEUE_HIGH = 64
+_CHUNK = 32 * 1024
+
+
+class InputSink(typing.Protocol):
+    """Where a session's input goes: a command (:class:`ExecProcess`), or nowhere."""
+
+    async def write_stdin(self, data: bytes) -> None: ...
+
+    def close_stdin(self) -> None: ...
+
+    def resize(self, width: int, height: int) -> None: ...
+
+
+class _Nowhere:
+    """An attached container's stdin is /dev/null (containers run without one here)."""
+
+    async def write_stdin(self, data: bytes) -> None:
+        return None
+
+    def close_stdin(self) -> None:
+        return None
+
+    def resize(self, width: int, height: int) -> None:
+        return None
 
 
 class TargetError(Exception):
@@ -106,7 +137,7 @@ class Session(abc.ABC):
         """Data on stdout or stderr."""
 
     @abc.abstractmethod
-    async def serve_input(self, process: ExecProcess) -> None:
+    async def serve_input(self, process: InputSink) -> None:
         """Hand stdin and terminal sizes to ``process`` until the client is gone."""
 
     @abc.abstractmethod
@@ -147,7 +178,7 @@ class WebSocketSession(Session):
         channel = STDOUT if self.streams.stdout else STDERR if self.streams.stderr else ERROR
         await self.send(channel, b"")
 
-    async def serve_input(self, process: ExecProcess) -> None:
+    async def serve_input(self, process: InputSink) -> None:
         sizes = ResizeDecoder()
         async for message in self.ws:
             if message.type == WSMsgType.BINARY:
@@ -264,7 +295,7 @@ class SpdySession(Session):
     async def _handle(
         self,
         frame: spdy.ControlFrame | spdy.DataFrame,
-        process: ExecProcess | None,
+        process: InputSink | None,
         sizes: ResizeDecoder | None,
     ) -> None:
         if isinstance(frame, spdy.DataFrame):
@@ -305,7 +336,7 @@ class SpdySession(Session):
         for start in range(0, len(data), spdy.DATA_LIMIT):
             await self._write(spdy.data_frame(stream_id, data[start : start + spdy.DATA_LIMIT]))
 
-    async def serve_input(self, process: ExecProcess) -> None:
+    async def serve_input(self, process: InputSink) -> None:
         sizes = ResizeDecoder()
         while True:
             frame = await self._next()
@@ -347,6 +378,8 @@ class StreamingServer:
         return [
             ("*", "/exec/{namespace}/{pod}/{uid}/{container}", self.exec),
             ("*", "/exec/{namespace}/{pod}/{container}", self.exec),
+            ("*", "/attach/{namespace}/{pod}/{uid}/{container}", self.attach),
+            ("*", "/attach/{namespace}/{pod}/{container}", self.attach),
         ]
 
     def _authenticated(self, request: web.Request) -> bool:
@@ -356,6 +389,12 @@ class StreamingServer:
         return bool(expected) and hmac.compare_digest(presented.encode(), str(expected).encode())
 
     async def exec(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, attach=False)
+
+    async def attach(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, attach=True)
+
+    async def _serve(self, request: web.Request, *, attach: bool) -> web.StreamResponse:
         if not self._authenticated(request):
             return web.Response(status=401, text="Unauthorized")
         query = list(request.query.items())
@@ -420,7 +459,10 @@ class StreamingServer:
             message = failure.message if failure is not None else "no target"
             await session.finish(internal_error_status(f"unable to upgrade connection: {message}"))
             return response
-        await self._run(session, target, command)
+        if attach:
+            await self._attach(session, target)
+        else:
+            await self._run(session, target, command)
         return response
 
     async def _run(self, session: Session, target: ExecTarget, command: tuple[str, ...]) -> None:
@@ -462,6 +504,51 @@ class StreamingServer:
                 task.cancel()
             process.kill()
             process.close()
+
+    async def _attach(self, session: Session, target: ExecTarget) -> None:
+        """Stream what the container writes from now on until it exits (its output goes to
+        its log, stdout and stderr together, so it all arrives on the first requested)."""
+        channel = STDOUT if session.streams.stdout else STDERR
+        inputs = asyncio.ensure_future(session.serve_input(_Nowhere()))
+        output = asyncio.ensure_future(
+            follow_output(
+                target, _sender(session, channel), session.streams.stdout or session.streams.stderr
+            )
+        )
+        try:
+            await asyncio.wait({inputs, output}, return_when=asyncio.FIRST_COMPLETED)
+            if output.done() and output.exception() is None:
+                inputs.cancel()
+                await session.finish(success_status())
+        finally:
+            for task in (inputs, output):
+                task.cancel()
+
+
+async def follow_output(
+    target: ExecTarget, send: Callable[[bytes], Any], wanted: bool, *, every: float = 0.2
+) -> None:
+    """What the container's process appends to its log from now on, until the process is
+    gone (polled, as ``pods/log?follow`` reads it)."""
+    process = target.process
+    with open(process.log_path, "rb") as log_file:
+        log_file.seek(0, os.SEEK_END)
+        while True:
+            alive = _alive(process.pid, process.start_time)
+            while chunk := log_file.read(_CHUNK):
+                if wanted:
+                    await send(chunk)
+            if not alive:
+                return
+            await asyncio.sleep(every)
+
+
+def _alive(pid: int, start_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - start_time) < 0.01 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _sender(session: Session, channel: int) -> Callable[[bytes], Any]:

@@ -73,6 +73,10 @@ def test_pods_document_has_resize_and_the_other_subresources(
         "stdout",
         "tty",
     ]
+    attach = paths[f"{base}/attach"]
+    assert attach["get"]["operationId"] == "connectCoreV1GetNamespacedPodAttach"
+    assert attach["post"]["x-kubernetes-group-version-kind"]["kind"] == "PodAttachOptions"
+    assert "command" not in {p["name"] for p in attach["parameters"]}
     log = paths[f"{base}/log"]["get"]
     assert {"container", "follow", "tailLines"} <= {p["name"] for p in log["parameters"]}
     item = paths[base]

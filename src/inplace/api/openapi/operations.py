@@ -239,6 +239,7 @@ def _sub_kind_name(sub: str, kind: Kind) -> str:
         "binding": "Binding",
         "eviction": "Eviction",
         "exec": "PodExecOptions",
+        "attach": "PodAttachOptions",
     }.get(sub, kind.kind)
 
 
@@ -268,6 +269,40 @@ EXEC_PARAMS: Final = (
     ),
 )
 """The query of ``pods/exec`` (upstream's ``PodExecOptions``)."""
+ATTACH_PARAMS: Final = (
+    param(
+        "container",
+        "The container in which to execute the command. Defaults to only container if there "
+        "is only one container in the pod.",
+        "string",
+    ),
+    param(
+        "stderr",
+        "Stderr if true indicates that stderr is to be redirected for the attach call. "
+        "Defaults to true.",
+        "boolean",
+    ),
+    param(
+        "stdin",
+        "Stdin if true, redirects the standard input stream of the pod for this call. "
+        "Defaults to false.",
+        "boolean",
+    ),
+    param(
+        "stdout",
+        "Stdout if true indicates that stdout is to be redirected for the attach call. "
+        "Defaults to true.",
+        "boolean",
+    ),
+    param(
+        "tty",
+        "TTY if true indicates that a tty will be allocated for the attach call. This is "
+        "passed through the container runtime so the tty is allocated on the worker node by "
+        "the container runtime. Defaults to false.",
+        "boolean",
+    ),
+)
+"""The query of ``pods/attach`` (upstream's ``PodAttachOptions``)."""
 
 
 def _connect(kind: Kind, sub: str, infix: str, ns: str, tag: str) -> dict[str, Any]:
@@ -287,7 +322,8 @@ def _connect(kind: Kind, sub: str, infix: str, ns: str, tag: str) -> dict[str, A
             "x-kubernetes-action": "connect",
             "x-kubernetes-group-version-kind": gvk,
         }
-    ops["parameters"] = [copy.deepcopy(p) for p in EXEC_PARAMS]
+    table = EXEC_PARAMS if sub == "exec" else ATTACH_PARAMS
+    ops["parameters"] = [copy.deepcopy(p) for p in table]
     return ops
 
 
@@ -305,7 +341,7 @@ def _subresource(
     eviction create, log read."""
     title = sub[:1].upper() + sub[1:]
     verbs = set(kind.verbs)
-    if sub == "exec":
+    if sub in ("exec", "attach"):
         return _connect(kind, sub, infix, ns, tag)
     if sub in ("binding", "eviction"):
         name = components.add_model(SUB_MODELS[sub])
