@@ -300,3 +300,38 @@ spec:
         assert attach.wait(30) == 0, attach.stderr.read() if attach.stderr else ""
     finally:
         delete(box, "talker")
+
+
+def test_exec_enters_the_containers_sandbox(box: Cluster) -> None:
+    """Its user, no_new_privs and mount namespace (a volume the host does not have)."""
+    apply(
+        box,
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: guarded}
+spec:
+  securityContext: {runAsUser: 65534, runAsGroup: 65534}
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    securityContext: {allowPrivilegeEscalation: false}
+    volumeMounts: [{name: scratch, mountPath: /inplace-exec-volume}]
+  volumes: [{name: scratch, emptyDir: {}}]
+""",
+    )
+    try:
+        wait_until(lambda: running(box, "guarded"), what="guarded running")
+        out = box.kubectl(
+            "exec",
+            "guarded",
+            "--",
+            "sh",
+            "-c",
+            "id -u; grep NoNewPrivs /proc/self/status; ls -d /inplace-exec-volume",
+        ).stdout.splitlines()
+        assert out == ["65534", "NoNewPrivs:\t1", "/inplace-exec-volume"]
+        assert not Path("/inplace-exec-volume").exists()
+    finally:
+        delete(box, "guarded")

@@ -346,7 +346,8 @@ async def run_down(
     if exists:
         report.mounts = unmount_under(data.root)
     report.cgroups = remove_cgroups(tops)
-    say(f"  ✓ removed {report.cgroups} cgroup(s) and {report.mounts} mount(s)")
+    if report.cgroups or report.mounts:
+        say(f"  ✓ removed {report.cgroups} cgroup(s) and {report.mounts} mount(s)")
     left = [str(p) for p in tops if p.exists()]
     if left:
         warn(
@@ -360,5 +361,5 @@ async def run_down(
             raise DownError(f"not removing {data.root}: still mounted there: {remaining}")
         shutil.rmtree(data.root)
         say(f"  ✓ removed {data.root}")
-    say(f"done in {time.monotonic() - started:.1f}s")
+    say(f"done in {time.monotonic() - started:.1f}s: nothing of the cluster is left running")
     return 0
