@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 try:  # the suite normally runs against an installed (editable) package
@@ -44,6 +45,14 @@ needs_v1 = pytest.mark.skipif(not v1_available(), reason=V1_SKIP_REASON)
 def python_cmd(code: str) -> list[str]:
     """A workload: this interpreter running ``code`` (isolated, quick to start)."""
     return [sys.executable, "-I", "-S", "-c", code]
+
+
+def exited(pid: int) -> bool:
+    """The process is gone, or a zombie nobody reaped yet (for polling in tests)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def workload_env() -> dict[str, str]:

@@ -22,6 +22,7 @@ from inplace.api.remotecommand import StreamOptions
 from inplace.node.cgroups import V1Driver
 from inplace.node.execproc import ExecError, ExecProcess, ExecTarget
 from inplace.node.runtime import LAUNCH_SUFFIX
+from tests.node.conftest import exited
 from tests.poll import await_until
 
 PIPES = StreamOptions(stdin=True, stdout=True, stderr=True, tty=False)
@@ -167,13 +168,9 @@ async def test_kill_takes_the_whole_process_group(
         await pump
         process.close()
 
-    def gone() -> bool:
-        try:
-            return psutil.Process(background).status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-
-    await await_until(gone, what="the background child killed with the command")
+    await await_until(
+        lambda: exited(background), what="the background child killed with the command"
+    )
 
 
 async def test_start_errors(

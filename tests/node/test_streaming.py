@@ -29,6 +29,7 @@ from inplace.node import spdy
 from inplace.node.cgroups import V1Driver
 from inplace.node.execproc import ExecTarget
 from inplace.node.streaming import StreamingServer, TargetError
+from tests.node.conftest import exited
 from tests.poll import await_until
 
 TOKEN = "node-token"
@@ -309,13 +310,7 @@ async def test_a_client_that_hangs_up_takes_the_command_with_it(agent: Agent) ->
         assert psutil.pid_exists(pid)
         await ws.close()
 
-    def gone() -> bool:
-        try:
-            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-
-    await await_until(gone, what="the command killed when its client left")
+    await await_until(lambda: exited(pid), what="the command killed when its client left")
 
 
 async def test_attach_streams_the_containers_output_until_it_exits(

@@ -134,25 +134,26 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _up(args: argparse.Namespace) -> int:
     from inplace.cli.up import UpError, run_up
 
     data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
-    def warn(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     try:
         return asyncio.run(
             run_up(
                 data,
                 host=args.host,
                 port=args.port,
-                say=say,
-                warn=warn,
+                say=_say,
+                warn=_warn,
                 nodes=args.nodes,
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
@@ -174,16 +175,9 @@ def _down(args: argparse.Namespace) -> int:
     from inplace.cli.up import cgroup_root_of
 
     data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
-    def warn(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     try:
         return asyncio.run(
-            run_down(data, cgroup_root=cgroup_root_of(data), purge=args.purge, say=say, warn=warn)
+            run_down(data, cgroup_root=cgroup_root_of(data), purge=args.purge, say=_say, warn=_warn)
         )
     except DownError as exc:
         print(f"inplace down: {exc}", file=sys.stderr)

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
-import psutil
 from aiohttp import WSMsgType, web
 
 from inplace.api.remotecommand import (
@@ -73,6 +72,7 @@ from inplace.upgrade import hijack
 from . import spdy
 from .cgroups.base import CgroupDriver
 from .execproc import ExecError, ExecProcess, ExecTarget
+from .runtime import is_running
 
 __all__ = ["StreamingServer", "TargetError", "TargetLookup"]
 
@@ -534,21 +534,13 @@ async def follow_output(
     with open(process.log_path, "rb") as log_file:
         log_file.seek(0, os.SEEK_END)
         while True:
-            alive = _alive(process.pid, process.start_time)
+            alive = is_running(process)
             while chunk := log_file.read(_CHUNK):
                 if wanted:
                     await send(chunk)
             if not alive:
                 return
             await asyncio.sleep(every)
-
-
-def _alive(pid: int, start_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return abs(p.create_time() - start_time) < 0.01 and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _sender(session: Session, channel: int) -> Callable[[bytes], Any]:
