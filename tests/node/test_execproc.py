@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,13 +138,13 @@ async def test_a_terminal_with_its_size_and_term(
 
 async def test_the_end_waits_for_nobody(v1_driver: V1Driver, exec_container: ExecTarget) -> None:
     """A background child that keeps stdout open does not hold the session."""
-    result = await run(v1_driver, exec_container, ["sh", "-c", "sleep 60 & echo started"])
-    assert (result.code, result.text()) == (0, "started\n")
-    leftovers = [
-        p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60"]
-    ]
-    for p in leftovers:
-        p.kill()
+    result = await run(v1_driver, exec_container, ["sh", "-c", "sleep 60 & echo $!"])
+    straggler = int(result.text())
+    try:
+        assert result.code == 0
+        assert psutil.pid_exists(straggler)  # still holding the pipe when the session ended
+    finally:
+        os.kill(straggler, signal.SIGKILL)
 
 
 async def test_kill_takes_the_whole_process_group(
