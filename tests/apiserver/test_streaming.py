@@ -291,3 +291,14 @@ async def test_discovery_lists_pods_exec_and_attach(
     }
     assert entries["pods/attach"]["kind"] == "PodAttachOptions"
     assert entries["pods/attach"]["verbs"] == ["create", "get"]
+
+
+async def test_other_methods_are_405_and_never_touch_the_pod(
+    cluster: tuple[API, aiohttp.ClientSession],
+) -> None:
+    """DELETE on any subresource once deleted the pod itself."""
+    api, _ = cluster
+    for method, path in (("PUT", "/p/exec"), ("DELETE", "/p/exec"), ("DELETE", "/p/status")):
+        status, body = await api.call(method, PODS + path, {})
+        assert (status, body["reason"]) == (405, "MethodNotAllowed"), (method, path)
+    assert (await api.call("GET", PODS + "/p"))[0] == 200

@@ -1,12 +1,14 @@
 """End to end: `inplace down` after real runs with pods, and `inplace up` on a live data dir.
 
 Two clusters: one that `inplace down` takes down while it runs (through its API), and one
-stopped with Ctrl-C first, whose workloads outlive it until `inplace down` stops them. Each
-must leave no process, no cgroup and no mount of the cluster behind.
+stopped with Ctrl-C first, whose workloads outlive it until `inplace down` stops them (and
+deletes them from the store, read back here, so that no later `inplace up` restarts them).
+Each must leave no process, no cgroup and no mount of the cluster behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import os
@@ -20,7 +22,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from inplace.api.kinds import REGISTRY
+from inplace.apiserver.cache import WatchCache
 from inplace.cli.down import cluster_cgroups
+from inplace.cli.paths import DataDir
+from inplace.store import Store
 from tests.conftest import Cluster, free_port, reap_cgroups, reap_mounts, start_cluster
 from tests.e2e.test_node_agent import apply, cgroup_root_of, node_ready, pid_of, running
 from tests.poll import wait_until
@@ -75,6 +81,22 @@ def fingerprint(data_dir: Path) -> dict[str, str]:
     """What a second `inplace up` must not touch: kubeconfigs, keys, tokens."""
     files = [data_dir / "kubeconfig.yaml", *data_dir.glob("components/*"), *data_dir.glob("pki/*")]
     return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+async def stored(data_dir: Path, kinds: tuple[str, ...]) -> list[str]:
+    """The objects of ``kinds`` in the cluster's store (read directly: nothing runs it)."""
+    store = await Store.open(DataDir(data_dir).store)
+    cache = WatchCache(store, REGISTRY)
+    try:
+        await cache.start()
+        found = []
+        for kind in REGISTRY.kinds:
+            if kind.kind in kinds:
+                found += [e.value["metadata"]["name"] for e in cache.entries(kind, None)]
+        return found
+    finally:
+        await cache.stop()
+        await store.close()
 
 
 def nothing_left(data_dir: Path, pids: list[int]) -> None:
@@ -177,10 +199,7 @@ def test_down_after_ctrl_c_stops_what_outlived_the_cluster(
     assert (tmp_path / "polite-got-sigterm").read_text() == "term\n"
     nothing_left(data_dir, pids)
 
-    again = start(data_dir, clusters)  # what `down` stopped does not come back
-    listed = again.kubectl("get", "pods,deployments", "-A", "-o", "name").stdout
-    assert listed == ""
-    again.stop()
+    assert asyncio.run(stored(data_dir, ("Pod", "Deployment"))) == []  # none comes back
     purged = inplace("down", "--data-dir", str(data_dir), "--purge")
     assert purged.returncode == 0, purged.stderr
     assert not data_dir.exists()

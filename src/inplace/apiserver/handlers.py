@@ -24,7 +24,13 @@ from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_ob
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, User, authorize
 from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import StatusError, bad_request, forbidden, qualified
+from inplace.apiserver.errors import (
+    StatusError,
+    bad_request,
+    forbidden,
+    method_not_allowed,
+    qualified,
+)
 from inplace.apiserver.httputil import (
     INFO,
     PATCH_TYPE,
@@ -143,7 +149,9 @@ class Resources:
         info = resolve(self.registry, request.method, request.path, query)
         if info is None:
             raise not_found_path(request.path)
-        if info.subresource in STREAMING_SUBRESOURCES and info.verb in ("get", "create"):
+        if info.subresource in STREAMING_SUBRESOURCES:
+            if request.method not in ("GET", "POST"):
+                raise method_not_allowed(request.method, request.path)
             # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
             info = dataclasses.replace(info, verb="create")
             request[INFO] = info
