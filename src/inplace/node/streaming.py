@@ -517,9 +517,14 @@ class StreamingServer:
         )
         try:
             await asyncio.wait({inputs, output}, return_when=asyncio.FIRST_COMPLETED)
-            if output.done() and output.exception() is None:
+            if output.done():
                 inputs.cancel()
-                await session.finish(success_status())
+                error = output.exception()
+                if error is None:
+                    await session.finish(success_status())
+                elif isinstance(error, OSError) and not isinstance(error, ConnectionError):
+                    message = f"error attaching to container: {error}"
+                    await session.finish(internal_error_status(message))
         finally:
             for task in (inputs, output):
                 task.cancel()
