@@ -11,6 +11,7 @@ as sent; then the verb goes to `REST` (create, update, patch, delete), to `Lists
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,13 @@ from inplace.api.validation.errors import ValidationError
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, User, authorize
 from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import StatusError, bad_request, forbidden, qualified
+from inplace.apiserver.errors import (
+    StatusError,
+    bad_request,
+    forbidden,
+    method_not_allowed,
+    qualified,
+)
 from inplace.apiserver.httputil import (
     INFO,
     PATCH_TYPE,
@@ -40,6 +47,7 @@ from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
+from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 
 
@@ -164,6 +172,7 @@ class Resources:
         *,
         log_root: Path,
         metrics_provider: MetricsProvider | None = None,
+        streams: PodStreams | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
@@ -172,6 +181,7 @@ class Resources:
         self.watches = watches
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
+        self.streams = streams
         self._nodes = registry.by_kind("", "Node")
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
 
@@ -180,6 +190,16 @@ class Resources:
         info = resolve(self.registry, request.method, request.path, query)
         if info is None:
             raise not_found_path(request.path)
+        if info.subresource in STREAMING_SUBRESOURCES:
+            if request.method not in ("GET", "POST"):
+                raise method_not_allowed(request.method, request.path)
+            # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
+            info = dataclasses.replace(info, verb="create")
+            request[INFO] = info
+            await self.authorize(request[USER], info, None)
+            if self.streams is None:
+                raise StatusError(503, f"{info.kind.plural}/{info.subresource} is not served")
+            return await self.streams.serve(request, info)
         request[INFO] = info
         if not info.kind.stored:
             return json_response(await read_metrics(self.metrics_provider, info))
@@ -398,9 +418,10 @@ class Resources:
             what = qualified(info.kind.plural, info.kind.group)
             target = f' "{info.name}"' if info.name else ""
             where = f' in the namespace "{info.namespace}"' if info.namespace else ""
+            resource = info.kind.plural + (f"/{info.subresource}" if info.subresource else "")
             raise forbidden(
                 f'{what}{target} is forbidden: User "{user.name}" cannot {info.verb} resource '
-                f'"{info.kind.plural}" in API group "{info.kind.group}"{where}: {reason}'
+                f'"{resource}" in API group "{info.kind.group}"{where}: {reason}'
             )
 
     def _is_simulated(self, info: RequestInfo, old: dict[str, Any] | None, body: Any) -> bool:
