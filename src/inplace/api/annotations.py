@@ -45,6 +45,14 @@ limits it had, ``{"main": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": 
 "1Gi"}}}``. Removed once the pod is back to that size. Parsed and validated by
 :mod:`inplace.api.original_resources`."""
 
+# -- on workloads (Deployments, ReplicaSets, Jobs) -------------------------------------------------
+
+RESIZE_STATUS: Final = "inplace.dev/resize-status"
+"""JSON written by the workload-resize controller: ``{"resources": F, "moved": N}``, the
+fingerprint ``F`` of the template resources its pods are being brought to and how many pods
+were replaced (moved to another node) rather than resized in place for them; it survives a
+restart of the controller. The human-readable counts are in the ``PodsResized`` condition."""
+
 # -- on nodes --------------------------------------------------------------------------------
 
 SIMULATED: Final = "inplace.dev/simulated"

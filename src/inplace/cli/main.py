@@ -50,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
+    from inplace.controllers.main import parse_duration
+
+    up.add_argument(
+        "--node-monitor-grace-period",
+        type=parse_duration,
+        default=40.0,
+        help="how long a node agent may stay silent before its node is marked Unknown and "
+        "its pods are evicted after their tolerationSeconds (default: 40s)",
+    )
     up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
     up.add_argument(
         "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
@@ -60,6 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run no scheduler: pods need spec.nodeName, and node agents approve resizes "
         "themselves, as upstream's kubelet does",
     )
+
+    down = commands.add_parser(
+        "down",
+        help="stop a cluster: delete its workloads, stop `inplace up`, remove its cgroups",
+    )
+    down.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the cluster's state directory (default: as for `up`)",
+    )
+    down.add_argument("--purge", action="store_true", help="also remove the data dir")
 
     apiserver = commands.add_parser("apiserver", help="run the API server (started by `up`)")
     apiserver.add_argument("--data-dir", type=Path, required=True)
@@ -90,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
     )
 
+    from inplace.controllers.main import build_parser as controller_manager_arguments
+
+    controller_manager_arguments(
+        commands.add_parser(
+            "controller-manager", help="run the workload controllers (started by `up`)"
+        )
+    )
+
     from inplace.dashboard.main import add_arguments as dashboard_arguments
 
     dashboard_arguments(
@@ -106,12 +135,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "up":
         return _up(args)
+    if args.command == "down":
+        return _down(args)
     if args.command == "apiserver":
         return _apiserver(args)
     if args.command == "scheduler":
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "controller-manager":
+        from inplace.controllers.main import main as controller_manager_main
+
+        return controller_manager_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "dashboard":
         from inplace.dashboard.main import main as dashboard_main
 
@@ -132,26 +167,32 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _up(args: argparse.Namespace) -> int:
     from inplace.cli.up import UpError, run_up
 
     data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
     try:
         return asyncio.run(
             run_up(
                 data,
                 host=args.host,
                 port=args.port,
-                say=say,
+                say=_say,
+                warn=_warn,
                 nodes=args.nodes,
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
+                node_monitor_grace_period=args.node_monitor_grace_period,
                 dashboard=not args.no_dashboard,
                 dashboard_port=args.dashboard_port,
             )
@@ -161,6 +202,20 @@ def _up(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _down(args: argparse.Namespace) -> int:
+    from inplace.cli.down import DownError, run_down
+    from inplace.cli.up import cgroup_root_of
+
+    data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
+    try:
+        return asyncio.run(
+            run_down(data, cgroup_root=cgroup_root_of(data), purge=args.purge, say=_say, warn=_warn)
+        )
+    except DownError as exc:
+        print(f"inplace down: {exc}", file=sys.stderr)
+        return 1
 
 
 def _apiserver(args: argparse.Namespace) -> int:
