@@ -19,6 +19,7 @@ from inplace.client import Client, ConfigError, load_config
 from inplace.loop import run as run_event_loop
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
+from .rescue.flags import add_rescue_arguments, rescue_options
 
 __all__ = ["build_parser", "main", "parse_duration"]
 
@@ -76,6 +77,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="how long an InPlacePreferred pod's resize may wait (Deferred/Infeasible) before "
         "the pod is replaced at the new size (30s)",
     )
+    add_rescue_arguments(parser, parse_duration)
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -87,6 +89,7 @@ async def run(args: argparse.Namespace) -> None:
         "node_monitor_grace_period": args.node_monitor_grace_period,
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
+        **rescue_options(args),
     }
     async with Client(
         config, user_agent="inplace-controller-manager", connection_limit=128
