@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from inplace.client import EVENTS, PODS, Client
 from inplace.controllers.manager import ControllerManager, select_controllers
 from inplace.controllers.rescue.controller import RescueController
+from inplace.controllers.rescue.model import Size
 from tests.poll import await_until
 
 from .apicluster import APICluster, api_cluster, create_node, create_pod, set_status
@@ -31,8 +33,17 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[APICluster, Client]]:
 
 
 @contextlib.asynccontextmanager
-async def rescuer(client: Client, **options: Any) -> AsyncIterator[RescueController]:
+async def rescuer(
+    client: Client, prime: Callable[[RescueController], None] | None = None, **options: Any
+) -> AsyncIterator[RescueController]:
+    """The controller manager running only the rescuer; ``prime`` sees the controller
+    before its first pass."""
     manager = ControllerManager(client, select_controllers("rescue"), options=OPTIONS | options)
+    manager.build()
+    if prime is not None:
+        controller = manager.controllers["rescue-controller"]
+        assert isinstance(controller, RescueController)
+        prime(controller)
     task = asyncio.create_task(manager.run())
     try:
         await await_until(lambda: manager.synced.is_set() or task.done(), what="synced")
@@ -136,6 +147,35 @@ async def test_shrink_for_a_pending_pod_then_grow_back(
 
         await await_until(annotation_gone, timeout=20, what="the annotation removed")
         assert any(reason == "GrownBack" for reason, _ in await events(client, "big"))
+
+
+async def test_a_pod_back_at_its_size_is_shrunk_again_only_once_its_size_is_remembered(
+    cluster: tuple[APICluster, Client],
+) -> None:
+    """big grew back to its size, so the pass removes its annotation; the cache still shows
+    it in that same pass, which must not shrink big without remembering its size anew."""
+    api, client = cluster
+    original = '{"main": {"requests": {"cpu": "3", "memory": "4Gi"}}}'
+    await create_node(client, node("node-1", cpu="4", memory="8Gi"))
+    await create_pod(
+        client,
+        running("big", "3", "4Gi", annotations={"inplace.dev/original-resources": original}),
+    )
+    await create_pod(client, pending("new", "1500m", "1Gi"))  # 1 CPU free: 500m lacking
+    api.usage.table = {"default/big": ("250m", "512Mi")}
+
+    def known_usage(controller: RescueController) -> None:
+        now = time.time()
+        for at in (now - 5, now - 1):
+            controller.peaks.record("default/big", "main", at, Size(250, 512 * 1024**2))
+
+    async with rescuer(client, prime=known_usage):
+        await await_until(lambda: _cpu(client, "big", "2500m"), timeout=20, what="big shrunk")
+        await asyncio.sleep(0.5)  # any pass still running writes what it writes
+        big = await get(client, "big")
+        assert json.loads(big["metadata"]["annotations"]["inplace.dev/original-resources"]) == {
+            "main": {"requests": {"cpu": "3", "memory": "4Gi"}}
+        }
 
 
 async def test_a_shrink_the_node_cannot_apply_is_reverted(

@@ -252,11 +252,14 @@ class RescueController(QueueController):
             settings=self.settings,
             busy=busy,
         )
-        shrunk = await self._shrunk(state, busy)
+        shrunk, forgotten = await self._shrunk(state, busy)
+        # A pod whose annotation was just removed still carries it in the cache: shrinking
+        # it in this pass would skip remembering its size, so it is no donor until then.
+        donors = [d for d in state.donors if d.key not in forgotten]
         decision = decide(
             state.pending,
             state.rooms,
-            state.donors,
+            donors,
             shrunk,
             self.inflight,
             now=now,
@@ -281,10 +284,12 @@ class RescueController(QueueController):
             return max(0.05, first - now)
         return None
 
-    async def _shrunk(self, state: Snapshot, busy: set[str]) -> list[Shrunk]:
-        """The shrunk pods that may grow; those back at their size lose the annotation."""
+    async def _shrunk(self, state: Snapshot, busy: set[str]) -> tuple[list[Shrunk], set[str]]:
+        """The shrunk pods that may grow, and those back at their size, whose annotation
+        this removes."""
         floors = {d.key: {c.name: c.floor for c in d.containers} for d in state.donors}
         out: list[Shrunk] = []
+        forgotten: set[str] = set()
         for key, pod in state.pods.items():
             if not is_shrunk(pod) or key in busy or unsettled(pod):
                 continue
@@ -295,6 +300,7 @@ class RescueController(QueueController):
                 current[name].covers(want) for name, want in goal.items() if name in current
             ):
                 await self._forget_original(pod)
+                forgotten.add(key)
                 continue
             node = str((pod.get("spec") or {}).get("nodeName") or "")
             priority = (pod.get("spec") or {}).get("priority")
@@ -308,7 +314,7 @@ class RescueController(QueueController):
                     floors.get(key, {}),
                 )
             )
-        return out
+        return out, forgotten
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -346,9 +352,16 @@ class RescueController(QueueController):
         return True
 
     async def _forget_original(self, pod: Mapping[str, Any]) -> None:
+        """Remove the annotation of a pod back at its size; a compare-and-swap, so a pod
+        shrunk again meanwhile keeps it (a later pass looks again)."""
         meta = pod.get("metadata") or {}
-        body = {"metadata": {"annotations": {ORIGINAL_RESOURCES: None}}}
-        with contextlib.suppress(APINotFoundError):
+        body = {
+            "metadata": {
+                "resourceVersion": meta.get("resourceVersion"),
+                "annotations": {ORIGINAL_RESOURCES: None},
+            }
+        }
+        with contextlib.suppress(APIConflictError, APINotFoundError):
             await self.client.patch(
                 PODS, str(meta.get("name")), body, namespace=str(meta.get("namespace"))
             )
