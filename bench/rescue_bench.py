@@ -176,6 +176,23 @@ async def _live_run(kubeconfig: Path, nodes: int, jobs: int, shrinkable: bool) -
 
         back = await _until(all_back, 120) if shrunk else True
         back_after = time.monotonic() - started
+        if not back:
+            for pod in await _pods(client):
+                conditions = [
+                    (c.get("type"), c.get("reason"))
+                    for c in (pod.get("status") or {}).get("conditions") or ()
+                    if str(c.get("type", "")).startswith("PodResize")
+                ]
+                print(
+                    "  not back:",
+                    pod["metadata"]["name"],
+                    pod["spec"]["containers"][0]["resources"]["requests"],
+                    ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get(
+                        "resources"
+                    ),
+                    conditions,
+                    (pod["metadata"].get("annotations") or {}).get(ORIGINAL),
+                )
         waits = sorted(placed.values())
         name = "services shrinkable" if shrinkable else "services not shrinkable (baseline)"
         lines = [
