@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,6 +175,22 @@ def peak_usage(cluster: Cluster, name: str, seen: dict[str, tuple[int, int]]) ->
     seen[name] = (max(old[0], cpu), max(old[1], memory))
 
 
+def manager_metrics(cluster: Cluster) -> dict[str, float]:
+    """The controller manager's ``/metrics`` (its address is in `inplace up`'s output)."""
+    match = re.search(
+        r"controller manager \(.*metrics on (http://[\d.:]+/metrics)\)", cluster.output.read_text()
+    )
+    assert match, cluster.output.read_text()
+    with urllib.request.urlopen(match.group(1), timeout=10) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line.startswith("inplace_rescue_"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
 def test_a_pending_pod_gets_room_and_the_donor_grows_back(cluster: Cluster) -> None:
     apply = lambda m: cluster.kubectl("apply", "-f", "-", input=json.dumps(m))  # noqa: E731
     apply(pod_manifest("big", "1200m", "1Gi", shrinkable=True, limit_memory=True))
@@ -257,3 +275,9 @@ def test_a_pending_pod_gets_room_and_the_donor_grows_back(cluster: Cluster) -> N
     assert cgroup_file(pid, "cpu", "cpu.shares") == str(1200 * 1024 // 1000)
     assert any(reason == "GrownBack" for reason, _ in rescue_events(cluster, "big"))
     assert f"pid {pid}" in cluster.kubectl("logs", "big").stdout
+
+    metrics = manager_metrics(cluster)
+    assert metrics["inplace_rescue_rescues_total"] == 1
+    assert metrics['inplace_rescue_outcomes_total{outcome="placed"}'] == 1
+    assert metrics['inplace_rescue_resizes_total{direction="shrink",result="ok"}'] == 1
+    assert metrics['inplace_rescue_resizes_total{direction="grow",result="ok"}'] >= 1
