@@ -32,6 +32,19 @@ or an object of profiles by container name. A profile is constant (``{"cpu": "25
 or points (``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}``, seconds since the
 container started). Parsed and validated by :mod:`inplace.api.usage_profile`."""
 
+SHRINKABLE: Final = "inplace.dev/shrinkable"
+"""``"true"``: the rescue controller may shrink the pod's cpu and memory requests in place
+(never below its recent peak usage plus a margin) to make room for a pending pod of equal or
+higher priority, and grows them back when the pressure is gone. ``"false"`` (the default)
+leaves it alone. Set it on a workload's pod template to cover its pods."""
+
+ORIGINAL_RESOURCES: Final = "inplace.dev/original-resources"
+"""JSON written by the rescue controller when it first shrinks a pod, so it can grow the pod
+back to its size even after a restart: per container, the cpu and memory requests and
+limits it had, ``{"main": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory":
+"1Gi"}}}``. Removed once the pod is back to that size. Parsed and validated by
+:mod:`inplace.api.original_resources`."""
+
 # -- on workloads (Deployments, ReplicaSets, Jobs) -------------------------------------------------
 
 RESIZE_STATUS: Final = "inplace.dev/resize-status"

@@ -93,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
     )
 
+    from inplace.cli.rescue import add_arguments as rescue_arguments
+
+    rescue_arguments(
+        commands.add_parser(
+            "rescue", help="show which pods would be shrunk to place pending pods (--dry-run)"
+        )
+    )
+
     from inplace.node.main import add_arguments
 
     add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
@@ -147,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.cli.replay import run as replay
 
         return replay(args)
+    if args.command == "rescue":
+        from inplace.cli.rescue import run as rescue
+
+        return rescue(args)
     if args.command == "node":
         from inplace.node.main import run
 

@@ -205,6 +205,26 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             'supported values: "true", "false"',
         ],
     ),
+    (
+        "the rescuer's annotations",
+        POD,
+        lambda: mutate(
+            pod(),
+            lambda p: p["metadata"].update(
+                annotations={
+                    "inplace.dev/shrinkable": "maybe",
+                    "inplace.dev/original-resources": '{"main": {"requests": {"gpu": "1"}}}',
+                }
+            ),
+        ),
+        [
+            'metadata.annotations[inplace.dev/shrinkable]: Unsupported value: "maybe": '
+            'supported values: "true", "false"',
+            "metadata.annotations[inplace.dev/original-resources]: Invalid value: "
+            '"{\\"main\\": {\\"requests\\": {\\"gpu\\": \\"1\\"}}}": '
+            "main.requests: only cpu and memory, not 'gpu'",
+        ],
+    ),
 ]
 
 

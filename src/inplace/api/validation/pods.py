@@ -13,8 +13,10 @@ from typing import Any, Final
 
 from inplace.api.annotations import (
     OOM_KILL_DISABLE,
+    ORIGINAL_RESOURCES,
     RESIZE_POLICIES,
     RESIZE_POLICY,
+    SHRINKABLE,
     USAGE_PROFILE,
 )
 from inplace.api.names import (
@@ -22,6 +24,7 @@ from inplace.api.names import (
     label_value_errors,
     qualified_name_errors,
 )
+from inplace.api.original_resources import parse_original_resources
 from inplace.api.usage_profile import profile_errors
 from inplace.api.validation.env import validate_env, validate_env_from
 from inplace.api.validation.equality import diff, semantic
@@ -515,6 +518,15 @@ def _validate_inplace_annotations(
     oom = annotations.get(OOM_KILL_DISABLE)
     if oom is not None and oom not in ("true", "false"):
         errs.append(not_supported(key_path(path, OOM_KILL_DISABLE), oom, ("true", "false")))
+    shrinkable = annotations.get(SHRINKABLE)
+    if shrinkable is not None and shrinkable not in ("true", "false"):
+        errs.append(not_supported(key_path(path, SHRINKABLE), shrinkable, ("true", "false")))
+    original = annotations.get(ORIGINAL_RESOURCES)
+    if isinstance(original, str):
+        try:
+            parse_original_resources(original)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, ORIGINAL_RESOURCES), original, str(exc)))
 
 
 def validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:
