@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICIES, RESIZE_POLICY
+from inplace.api.annotations import (
+    MEMORY_MAX,
+    MEMORY_ON_PAUSE,
+    OOM_KILL_DISABLE,
+    PAUSE_TIMEOUT,
+    RESIZE_POLICIES,
+    RESIZE_POLICY,
+    parse_memory_max,
+    parse_memory_on_pause,
+    parse_pause_timeout,
+)
 from inplace.api.names import (
     dns1123_label_errors,
     label_value_errors,
@@ -509,6 +519,21 @@ def _validate_inplace_annotations(errs: list[FieldError], annotations: object, p
     oom = annotations.get(OOM_KILL_DISABLE)
     if oom is not None and oom not in ("true", "false"):
         errs.append(not_supported(key_path(path, OOM_KILL_DISABLE), oom, ("true", "false")))
+    for name, parse in _PAUSE_ANNOTATIONS:
+        value = annotations.get(name)
+        if not isinstance(value, str):
+            continue
+        try:
+            parse(value)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, name), value, str(exc)))
+
+
+_PAUSE_ANNOTATIONS: Final[tuple[tuple[str, Callable[[str], object]], ...]] = (
+    (MEMORY_ON_PAUSE, parse_memory_on_pause),
+    (MEMORY_MAX, parse_memory_max),
+    (PAUSE_TIMEOUT, parse_pause_timeout),
+)
 
 
 def validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:
