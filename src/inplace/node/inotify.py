@@ -44,7 +44,7 @@ InotifyEvent = tuple[int, int]
 def _check(result: int, what: str) -> int:
     if result < 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+        raise OSError(err, os.strerror(err), what)
     return result
 
 
