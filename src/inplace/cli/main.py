@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
     )
 
+    from inplace.cli.stress import add_arguments as stress_arguments
+
+    stress_arguments(
+        commands.add_parser(
+            "stress", help="a built-in workload like the classic `stress` (memory and CPU hogs)"
+        )
+    )
+
     from inplace.node.main import add_arguments
 
     add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
@@ -81,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_given = sys.argv[1:] if argv is None else argv
+    if args_given[:1] == ["stress"]:
+        # Straight to it: a workload in a small pod should not pay for the other commands'
+        # imports (the parser below imports the node agent and the replay tool).
+        from inplace.cli.stress import main as stress_main
+
+        return stress_main(args_given[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
