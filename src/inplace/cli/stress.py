@@ -19,6 +19,7 @@ was OOM-killed is reported ``OOMKilled``, not ``Error``.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import signal
@@ -168,9 +169,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     deadline = None if args.timeout is None else started + args.timeout
     _say(args.quiet, f"dispatching hogs: {args.cpu} cpu, {args.vm} vm ({_human(args.vm_bytes)})")
-    vm = [_fork(lambda n=n: _vm_worker(args, n, deadline)) for n in range(1, args.vm + 1)]
-    cpu_deadline = deadline
-    cpu = [_fork(lambda n=n: _cpu_worker(args, n, cpu_deadline)) for n in range(1, args.cpu + 1)]
+    vm = [_fork(functools.partial(_vm_worker, args, n, deadline)) for n in range(1, args.vm + 1)]
+    cpu = [_fork(functools.partial(_cpu_worker, args, n, deadline)) for n in range(1, args.cpu + 1)]
     failed: tuple[int, int] | None = None  # (pid, signal or -exit code)
 
     def stop_all(pids: Sequence[int]) -> None:
