@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
+    up.add_argument(
+        "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
+    )
     up.add_argument(
         "--no-scheduler",
         action="store_true",
@@ -85,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_arguments(
         commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
     )
+
+    from inplace.dashboard.main import add_arguments as dashboard_arguments
+
+    dashboard_arguments(
+        commands.add_parser("dashboard", help="serve the live dashboard (started by `up`)")
+    )
     return parser
 
 
@@ -109,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "dashboard":
+        from inplace.dashboard.main import main as dashboard_main
+
+        return dashboard_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
@@ -141,6 +155,8 @@ def _up(args: argparse.Namespace) -> int:
                 node_memory=args.node_memory,
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
+                dashboard=not args.no_dashboard,
+                dashboard_port=args.dashboard_port,
             )
         )
     except UpError as exc:
