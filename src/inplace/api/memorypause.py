@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from inplace.api.conditions import find_condition
 from inplace.api.timestamps import parse_rfc3339
 
 __all__ = [
@@ -42,14 +43,8 @@ def paused_message(containers: Sequence[str], how: str, *details: str) -> str:
 
 def memory_paused(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The pod's ``MemoryPaused`` condition while it is ``True``."""
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if (
-            isinstance(cond, Mapping)
-            and cond.get("type") == MEMORY_PAUSED
-            and cond.get("status") == "True"
-        ):
-            return cond
-    return None
+    cond = find_condition(pod, MEMORY_PAUSED)
+    return cond if cond is not None and cond.get("status") == "True" else None
 
 
 def paused_containers(pod: Mapping[str, Any]) -> list[str]:

@@ -35,6 +35,7 @@ from inplace.api.annotations import (
     parse_memory_on_pause,
     parse_pause_timeout,
 )
+from inplace.api.conditions import find_condition
 from inplace.api.memorypause import paused_containers, paused_since
 from inplace.api.quantity import Format, Quantity
 from inplace.api.resources import MEMORY
@@ -100,10 +101,8 @@ def _memory(resources: Any, key: str) -> int | None:
 
 
 def _condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == ctype and cond.get("status") == "True":
-            return cond
-    return None
+    cond = find_condition(pod, ctype)
+    return cond if cond is not None and cond.get("status") == "True" else None
 
 
 def _round_up_mib(value: int) -> int:

@@ -27,6 +27,7 @@ from inplace.api.annotations import (
     parse_memory_max,
     parse_pause_timeout,
 )
+from inplace.api.conditions import find_condition
 from inplace.api.memorypause import LIMIT_REACHED, paused_message
 from inplace.api.timestamps import rfc3339
 
@@ -203,10 +204,8 @@ class MemoryPause:
 
 
 def _condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == ctype and cond.get("status") == "True":
-            return dict(cond)
-    return None
+    cond = find_condition(pod, ctype)
+    return cond if cond is not None and cond.get("status") == "True" else None
 
 
 def next_step(pod: Mapping[str, Any], paused: list[str], allocated: Mapping[str, Alloc]) -> str:
