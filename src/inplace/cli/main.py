@@ -72,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
     )
 
+    from inplace.cli.demo import add_arguments as demo_arguments
+
+    demo_arguments(
+        commands.add_parser(
+            "demo", help="the whole story in one command: a throw-away cluster, five acts"
+        )
+    )
+
     from inplace.cli.stress import add_arguments as stress_arguments
 
     stress_arguments(
@@ -123,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.dashboard.main import main as dashboard_main
 
         return dashboard_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "demo":
+        from inplace.cli.demo import run as demo
+
+        return demo(args)
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
