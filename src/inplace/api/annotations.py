@@ -51,6 +51,14 @@ USAGE_PROFILE: Final = "inplace.dev/usage-profile"
 """JSON: the usage a simulated node reports for the pod (constant, ramp or points; see
 :func:`inplace.node.simulated.parse_profile`)."""
 
+# -- on workloads (Deployments, ReplicaSets, Jobs) -------------------------------------------------
+
+RESIZE_STATUS: Final = "inplace.dev/resize-status"
+"""JSON written by the workload-resize controller: ``{"resources": F, "moved": N}``, the
+fingerprint ``F`` of the template resources its pods are being brought to and how many pods
+were replaced (moved to another node) rather than resized in place for them; it survives a
+restart of the controller. The human-readable counts are in the ``PodsResized`` condition."""
+
 # -- on nodes --------------------------------------------------------------------------------
 
 SIMULATED: Final = "inplace.dev/simulated"

@@ -54,6 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
     )
+    from inplace.controllers.main import parse_duration
+
+    up.add_argument(
+        "--node-monitor-grace-period",
+        type=parse_duration,
+        default=40.0,
+        help="how long a node agent may stay silent before its node is marked Unknown and "
+        "its pods are evicted after their tolerationSeconds (default: 40s)",
+    )
     up.add_argument(
         "--no-scheduler",
         action="store_true",
@@ -103,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard_arguments(
         commands.add_parser("dashboard", help="serve the live dashboard (started by `up`)")
     )
+    from inplace.controllers.main import build_parser as controller_manager_arguments
+
+    controller_manager_arguments(
+        commands.add_parser(
+            "controller-manager", help="run the workload controllers (started by `up`)"
+        )
+    )
     return parser
 
 
@@ -135,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.cli.demo import run as demo
 
         return demo(args)
+    if args.command == "controller-manager":
+        from inplace.controllers.main import main as controller_manager_main
+
+        return controller_manager_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
@@ -169,6 +189,7 @@ def _up(args: argparse.Namespace) -> int:
                 scheduler=not args.no_scheduler,
                 dashboard=not args.no_dashboard,
                 dashboard_port=args.dashboard_port,
+                node_monitor_grace_period=args.node_monitor_grace_period,
             )
         )
     except UpError as exc:

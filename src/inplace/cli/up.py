@@ -370,6 +370,23 @@ def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
     return Component("dashboard", argv), f"http://127.0.0.1:{port}/?token={token}"
 
 
+def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+    return Component(
+        "controller-manager",
+        [
+            sys.executable,
+            "-m",
+            "inplace",
+            "controller-manager",
+            "--kubeconfig",
+            str(data.component_kubeconfig("controller-manager")),
+            "--node-monitor-grace-period",
+            f"{node_monitor_grace_period:g}s",
+        ],
+    )
+
+
 async def run_up(
     data: DataDir,
     *,
@@ -383,6 +400,7 @@ async def run_up(
     scheduler: bool = True,
     dashboard: bool = True,
     dashboard_port: int = 0,
+    node_monitor_grace_period: float = 40.0,
 ) -> int:
     check_data_dir(data.root)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
@@ -425,6 +443,12 @@ async def run_up(
             await supervisor.start(scheduler_component(data, metrics_port=metrics_port))
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
+        manager = controller_manager_component(
+            data, node_monitor_grace_period=node_monitor_grace_period
+        )
+        await supervisor.start(manager)
+        watchers.append(asyncio.create_task(supervisor.watch(manager)))
+        say("  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes)")
         if nodes > 0:
             for component in node_components(
                 data,

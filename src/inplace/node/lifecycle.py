@@ -275,7 +275,8 @@ class Lifecycle:
             await self._backoff(w, name)
 
     def _container_env(self, w: PodWorker, c: Mapping[str, Any]) -> dict[str, str]:
-        env = {"PATH": DEFAULT_PATH, "HOSTNAME": w.name}
+        env = {"PATH": DEFAULT_PATH, "HOSTNAME": str(w.spec.get("hostname") or w.name)}
+        meta = w.pod.get("metadata") or {}
         fields = {
             "metadata.name": w.name,
             "metadata.namespace": w.namespace,
@@ -294,6 +295,8 @@ class Lifecycle:
                 ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
                 if ref in fields:
                     env[name] = fields[ref]
+                elif isinstance(ref, str) and (value := _downward_key(meta, ref)) is not None:
+                    env[name] = value
         return env
 
     async def _start_container(self, w: PodWorker, name: str) -> RunningProcess | None:
@@ -422,3 +425,14 @@ class Lifecycle:
             except CgroupError:
                 await asyncio.sleep(0.1)
         log.warning("could not remove cgroup %s", path)
+
+
+def _downward_key(meta: Mapping[str, Any], path: str) -> str | None:
+    """The downward API's ``metadata.labels['k']`` / ``metadata.annotations['k']`` (how a Job
+    hands each pod its ``JOB_COMPLETION_INDEX``)."""
+    for section in ("labels", "annotations"):
+        prefix = f"metadata.{section}['"
+        if path.startswith(prefix) and path.endswith("']"):
+            value = (meta.get(section) or {}).get(path[len(prefix) : -2])
+            return None if value is None else str(value)
+    return None
