@@ -14,10 +14,13 @@ kubectl, and `inplace stress` as the workload. What issue 10 says the feature mu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,6 +133,45 @@ def paused(cluster: Cluster, name: str) -> dict[str, Any] | None:
     return pod if cond is not None and cond["status"] == "True" else None
 
 
+class PodWatch:
+    """Every state of one pod as a watch delivers it (`kubectl get pod NAME --watch`): a
+    pause that the responder ends within a second is seen even if no poll would catch it."""
+
+    def __init__(self, cluster: Cluster, name: str) -> None:
+        self.states: list[dict[str, Any]] = []
+        self.proc = subprocess.Popen(
+            ["kubectl", "get", "pod", name, "--watch", "-o", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=cluster.env(),
+        )
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        decoder, buffer = json.JSONDecoder(), ""
+        for line in self.proc.stdout:
+            buffer += line
+            with contextlib.suppress(ValueError):
+                obj, end = decoder.raw_decode(buffer.lstrip())
+                self.states.append(obj)
+                buffer = buffer.lstrip()[end:]
+
+    def first(self, predicate: Any) -> dict[str, Any] | None:
+        return next((s for s in list(self.states) if predicate(s)), None)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def is_paused(pod: dict[str, Any]) -> bool:
+    cond = condition(pod, "MemoryPaused")
+    return cond is not None and cond["status"] == "True"
+
+
 def delete(cluster: Cluster, *names: str) -> None:
     cluster.kubectl("delete", "pod", *names, "--ignore-not-found", "--wait=true", timeout=90)
 
@@ -137,8 +179,9 @@ def delete(cluster: Cluster, *names: str) -> None:
 def test_paused_not_killed_bumped_resumed_and_done(cluster: Cluster) -> None:
     annotations = {"inplace.dev/oom-kill-disable": "true", "inplace.dev/memory-on-pause": "x2"}
     cluster.kubectl("apply", "-f", "-", input=stress_pod("spike", "128Mi", "200M", **annotations))
+    watch = PodWatch(cluster, "spike")
     try:
-        pod = wait_until(lambda: paused(cluster, "spike"), what="MemoryPaused=True")
+        pod = wait_until(lambda: watch.first(is_paused), what="MemoryPaused=True")
         status = main_status(pod)
         assert status["restartCount"] == 0 and "running" in status["state"]
         cond = condition(pod, "MemoryPaused")
@@ -159,6 +202,7 @@ def test_paused_not_killed_bumped_resumed_and_done(cluster: Cluster) -> None:
         assert "128Mi -> 256Mi" in events["MemoryBumped"]
         assert "ResizeCompleted" in events
     finally:
+        watch.close()
         delete(cluster, "spike")
 
 
