@@ -51,23 +51,27 @@ SPIKE_MIB = 80
 within 128Mi."""
 
 WORKLOAD = """\
-import json, os, sys, time
-shared, mode = sys.argv[1], sys.argv[2]
+import json, mmap, os, sys, time
+shared, mode, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ONE = b"\\x01" * (1 << 20)
 print(json.dumps({"pid": os.getpid(), "t": time.time()}), flush=True)
 spike = 0
 while True:
     go = os.path.join(shared, f"go-{spike}")
     while mode == "pause" and not os.path.exists(go):
         time.sleep(0.002)
-    chunks, worst, last = [], 0.0, 0.0
-    for _ in range(int(sys.argv[3])):
+    maps, worst, last = [], 0.0, 0.0
+    for _ in range(mib):
         last = time.time()
         if mode == "restart":
             print(json.dumps({"step": last}), flush=True)
-        chunks.append(bytearray(b"\\x01") * (1 << 20))
+        m = mmap.mmap(-1, 1 << 20)
+        m[:] = ONE  # every page touched, hence charged
+        maps.append(m)
         worst = max(worst, time.time() - last)
     print(json.dumps({"spike": spike, "stall": worst, "done": time.time()}), flush=True)
-    del chunks
+    for m in maps:
+        m.close()  # unmapped: the memory goes back at once, so the pod can shrink again
     if mode == "restart":
         time.sleep(3600)
     open(os.path.join(shared, f"done-{spike}"), "w").close()
@@ -107,6 +111,7 @@ def pod_body(name: str, shared: Path, mode: str, memory: str) -> dict[str, Any]:
                         WORKLOAD,
                         str(shared),
                         mode,
+                        str(SPIKE_MIB),
                     ],
                     "resources": {"requests": size, "limits": size},
                 }
@@ -208,7 +213,8 @@ async def _running(client: Client, name: str) -> dict[str, Any] | None:
 async def _at(client: Client, name: str, memory: str) -> dict[str, Any] | None:
     pod = await client.get(PODS, name, namespace="default")
     conditions = [c["type"] for c in pod["status"].get("conditions") or ()]
-    if limit_of(pod) == memory and not any(c.startswith("PodResize") for c in conditions):
+    busy = {"PodResizePending", "PodResizeInProgress"}
+    if limit_of(pod) == memory and not busy & set(conditions):
         return pod
     return None
 

@@ -156,7 +156,7 @@ class MemoryPause:
         w.pending_events.append(
             (
                 "MemoryPauseTimeout",
-                f"containers {paused} stayed paused at their memory limit for "
+                f"containers [{' '.join(paused)}] stayed paused at their memory limit for "
                 f"{pod_annotation(w.pod, PAUSE_TIMEOUT)} ({PAUSE_TIMEOUT}): the OOM killer "
                 "now acts as it would have without the pause",
                 True,
@@ -173,8 +173,8 @@ class MemoryPause:
             fresh = [n for n in paused if n not in w.memory_paused]
             if fresh:
                 message = (
-                    f"containers {fresh} reached their memory limit and are paused (not killed) "
-                    f"by {self.mechanism.how} until the limit is raised"
+                    f"containers [{' '.join(fresh)}] reached their memory limit and are paused "
+                    f"(not killed) by {self.mechanism.how} until the limit is raised"
                 )
                 w.pending_events.append(("MemoryPaused", message, True))
             w.memory_paused = paused
