@@ -31,6 +31,7 @@ from aiohttp import web
 from inplace.api.kinds import REGISTRY, Registry
 from inplace.api.validation.pods import set_protected_host_paths
 from inplace.apiserver.auth import TokenFile, User
+from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.discovery import Discovery
 from inplace.apiserver.errors import StatusError, qualified
@@ -86,6 +87,7 @@ class APIServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = config.port
         self._namespaces = registry.by_kind("", "Namespace")
+        self._cluster: ClusterObjects | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -133,6 +135,8 @@ class APIServer:
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        self._cluster = ClusterObjects(self.rest, self.config.host, self.port)
+        await self._cluster.ensure()
         self._spawn(self._compact_loop(), "compact")
         if self.config.tune_gc:
             self._spawn(_gc_loop(), "gc")
@@ -185,7 +189,10 @@ class APIServer:
                     log.exception("compaction to %d failed", target)
 
     def _on_change(self, event: CachedEvent) -> None:
-        """Finish deleting a terminating namespace once its last object is gone."""
+        """Finish deleting a terminating namespace once its last object is gone; put back
+        the cluster's own objects when they are deleted."""
+        if self._cluster is not None:
+            self._cluster.on_change(event, self._spawn)
         if event.type == "DELETED" and event.namespace and event.kind.namespaced:
             assert self.cache is not None and self._namespaces is not None
             ns = self.cache.get(

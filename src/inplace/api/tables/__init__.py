@@ -9,8 +9,9 @@ we store; the VerticalPodAutoscaler follows its CRD's `additionalPrinterColumns`
 Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too; the priority 1
 columns are the ones kubectl hides unless asked.
 
-One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`
-and `cluster`; a kind names its printer in its strategy (`inplace.api.kinds`).
+One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
+`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts) and `services` (Services,
+Endpoints, EndpointSlices); a kind names its printer in its strategy (`inplace.api.kinds`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from inplace.api.tables.cluster import (
     PRIORITY_CLASS_TABLE,
     VPA_TABLE,
 )
+from inplace.api.tables.config import CONFIG_MAP_TABLE, SECRET_TABLE, SERVICE_ACCOUNT_TABLE
 from inplace.api.tables.pods import POD_TABLE
 from inplace.api.tables.printer import (
     DEFAULT_TABLE,
@@ -32,11 +34,15 @@ from inplace.api.tables.printer import (
     human_duration,
     to_table,
 )
+from inplace.api.tables.services import ENDPOINT_SLICE_TABLE, ENDPOINTS_TABLE, SERVICE_TABLE
 from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
 
 __all__ = [
+    "CONFIG_MAP_TABLE",
     "DEFAULT_TABLE",
     "DEPLOYMENT_TABLE",
+    "ENDPOINTS_TABLE",
+    "ENDPOINT_SLICE_TABLE",
     "EVENT_TABLE",
     "JOB_TABLE",
     "LEASE_TABLE",
@@ -46,6 +52,9 @@ __all__ = [
     "POD_TABLE",
     "PRIORITY_CLASS_TABLE",
     "REPLICA_SET_TABLE",
+    "SECRET_TABLE",
+    "SERVICE_ACCOUNT_TABLE",
+    "SERVICE_TABLE",
     "VPA_TABLE",
     "Column",
     "TablePrinter",
