@@ -37,6 +37,7 @@ from inplace.client import (
 )
 
 from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..pods import with_type
 from .coverage import covering_vpa
 from .decision import Decision, decide
 
@@ -129,7 +130,7 @@ class MemoryPauseResponder(QueueController):
             self.sent.pop(uid, None)  # not sent: the next look tries again
             raise
         log.info("%s: %s", key_of(pod), decision.message)
-        self.recorder.event(pod, "Normal", decision.reason, decision.message)
+        self.recorder.event(with_type(pod, PODS), "Normal", decision.reason, decision.message)
 
     def _warn(self, pod: Obj, decision: Decision) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")
@@ -137,4 +138,4 @@ class MemoryPauseResponder(QueueController):
         if self.said.get(uid) == said:
             return
         self.said[uid] = said
-        self.recorder.event(pod, "Warning", decision.reason, decision.message)
+        self.recorder.event(with_type(pod, PODS), "Warning", decision.reason, decision.message)
