@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from inplace.controllers.pods import (
@@ -115,3 +116,21 @@ def test_pod_from_template_carries_labels_annotations_finalizers_and_the_owner()
     assert made["spec"] == template["spec"] and made["spec"] is not template["spec"]
     assert controller_of(made) == controller_ref(owner)
     assert controller_of({"metadata": {"ownerReferences": [{"uid": "x"}]}}) is None
+
+
+def test_a_resize_leaves_the_lifecycle_signature_alone() -> None:
+    from inplace.controllers.pods import lifecycle_signature
+
+    before = pod("p", node="n", phase="Running", ready_at="2026-01-01T00:00:00Z")
+    before["spec"]["containers"] = [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]
+    resized = copy.deepcopy(before)
+    resized["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    resized["status"]["containerStatuses"][0]["resources"] = {"requests": {"cpu": "2"}}
+    resized["status"]["conditions"].append({"type": "PodResizeInProgress", "status": "True"})
+    assert lifecycle_signature(resized) == lifecycle_signature(before)
+    unready = copy.deepcopy(before)
+    unready["status"]["conditions"][0]["status"] = "False"
+    assert lifecycle_signature(unready) != lifecycle_signature(before)
+    relabelled = copy.deepcopy(before)
+    relabelled["metadata"]["labels"] = {"app": "other"}
+    assert lifecycle_signature(relabelled) != lifecycle_signature(before)

@@ -5,13 +5,15 @@ What the issue asks to see, on two small nodes (1 CPU, 1Gi each), one cluster fo
 * a Job's resources raised with `kubectl patch job`: same pods, same PIDs, no restart, no new
   pod; the Job then completes; an image change is refused with upstream's message;
 * a Deployment's resources changed (`kubectl patch`, `kubectl set resources`): one ReplicaSet,
-  the same pods, resized; an image change rolls out; `rollout status` and `rollout undo`;
+  the same pods, resized; an image change rolls out; `rollout status | history | undo |
+  pause | resume | restart`, `kubectl scale`;
 * `InPlacePreferred` on a full node: the pod moves to the other node at the new size; a budget
   that allows no disruption holds the move until it is relaxed;
 * deleting a Deployment: background, `--cascade=orphan`, `--cascade=foreground`;
 * the controller manager SIGKILLed mid-rollout and mid-resize: no pod made twice, every pod
   ends at the new size;
-* a node agent stopped past the grace period: NotReady, tainted, its pods replaced elsewhere.
+* a node agent stopped past the grace period: NotReady, tainted, its pods replaced elsewhere;
+* bad Deployments refused with a 422 naming the field.
 """
 
 from __future__ import annotations
@@ -572,3 +574,28 @@ def test_a_stopped_node_agent_is_marked_unknown_and_its_pods_move(w: Workloads) 
     wait_until(
         lambda: not w.items("pods", "app=survivor"), timeout=90, what="evicted pods finalized"
     )
+
+
+def test_bad_workloads_are_refused_with_a_422_naming_the_field(w: Workloads) -> None:
+    bad_selector = deployment("bad", 1)
+    bad_selector["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    negative = deployment("bad", -1)
+    frozen = deployment(
+        "bad",
+        1,
+        strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+    )
+    for manifest, field in (
+        (bad_selector, "spec.template.metadata.labels: Invalid value"),
+        (negative, "spec.replicas: Invalid value: -1: must be greater than or equal to 0"),
+        (
+            frozen,
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when "
+            "`maxSurge` is 0",
+        ),
+    ):
+        refused = w.kubectl("apply", "-f", "-", input=json.dumps(manifest), check=False)
+        assert refused.returncode != 0
+        assert 'The Deployment "bad" is invalid' in refused.stderr, refused.stderr
+        assert field in refused.stderr, refused.stderr
+    assert w.get("deployment", "bad") is None

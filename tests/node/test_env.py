@@ -230,3 +230,14 @@ async def test_lenient_skips_what_does_not_resolve() -> None:
     )
     assert env["A"] == "1" and "B" not in env
     assert env["HOSTNAME"] == "web" and env["PATH"].startswith("/usr/local/sbin")
+
+
+async def test_hostname_is_spec_hostname_when_set() -> None:
+    """An Indexed Job's pod is ``JOB-INDEX`` (``spec.hostname``), as kubelet names it."""
+    c = container()
+    indexed = pod(c)
+    indexed["spec"]["hostname"] = "seq-3"
+    env = await container_env(indexed, c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    assert env["HOSTNAME"] == "seq-3"
+    plain = await container_env(pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    assert plain["HOSTNAME"] == "web"

@@ -49,32 +49,3 @@ async def test_a_pod_that_does_not_fit_is_rejected_with_upstreams_reason(tmp_pat
         assert status["message"].startswith("Pod was rejected: Node didn't have enough resource")
         assert cluster.reasons(key) == ["OutOfcpu"]
         assert not agent.workers
-
-
-async def test_env_from_the_downward_api_labels_annotations_and_the_hostname(
-    tmp_path: Path,
-) -> None:
-    """An Indexed Job's pod reads ``JOB_COMPLETION_INDEX`` from its annotation, and its
-    HOSTNAME is ``spec.hostname`` (``JOB-INDEX``)."""
-    index = "batch.kubernetes.io/job-completion-index"
-    async with running_agent(tmp_path) as (cluster, agent):
-        body = pod("indexed")
-        body["metadata"]["annotations"] = {index: "3"}
-        body["metadata"]["labels"] = {"app": "seq"}
-        body["spec"]["hostname"] = "seq-3"
-        body["spec"]["containers"][0]["env"] = [
-            {
-                "name": "JOB_COMPLETION_INDEX",
-                "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{index}']"}},
-            },
-            {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
-            {"name": "NONE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['x']"}}},
-        ]
-        key = await admit_running(cluster, agent, body)
-        w = agent.ctx.worker_for(key)
-        assert w is not None
-        env = agent.lifecycle._container_env(w, w.spec["containers"][0])
-        assert env["JOB_COMPLETION_INDEX"] == "3"
-        assert env["APP"] == "seq"
-        assert env["HOSTNAME"] == "seq-3"
-        assert "NONE" not in env

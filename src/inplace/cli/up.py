@@ -346,6 +346,23 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
+def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+    return Component(
+        "controller-manager",
+        [
+            sys.executable,
+            "-m",
+            "inplace",
+            "controller-manager",
+            "--kubeconfig",
+            str(data.component_kubeconfig("controller-manager")),
+            "--node-monitor-grace-period",
+            f"{node_monitor_grace_period:g}s",
+        ],
+    )
+
+
 def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
     """The dashboard on 127.0.0.1:`port` with the user's (admin) kubeconfig, and its URL with
     a token made for this run (kept in a file only root can read, so a restarted dashboard
@@ -370,23 +387,6 @@ def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
     return Component("dashboard", argv), f"http://127.0.0.1:{port}/?token={token}"
 
 
-def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
-    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
-    return Component(
-        "controller-manager",
-        [
-            sys.executable,
-            "-m",
-            "inplace",
-            "controller-manager",
-            "--kubeconfig",
-            str(data.component_kubeconfig("controller-manager")),
-            "--node-monitor-grace-period",
-            f"{node_monitor_grace_period:g}s",
-        ],
-    )
-
-
 async def run_up(
     data: DataDir,
     *,
@@ -398,9 +398,9 @@ async def run_up(
     node_memory: str | None = None,
     simulated_nodes: int = 0,
     scheduler: bool = True,
+    node_monitor_grace_period: float = 40.0,
     dashboard: bool = True,
     dashboard_port: int = 0,
-    node_monitor_grace_period: float = 40.0,
 ) -> int:
     check_data_dir(data.root)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)

@@ -29,7 +29,7 @@ from inplace.client import (
     run_workers,
 )
 
-from .events import EventRecorder
+from .events import ControllerEvents
 from .pods import CONTROLLER_INDEX, OWNER_INDEX, controller_uid_index, owner_uids_index
 
 __all__ = [
@@ -128,12 +128,12 @@ class Context:
     now: Callable[[], float] = time.time
     """Wall-clock time (Unix seconds), compared with the time stamps objects carry."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    recorders: dict[str, EventRecorder] = field(default_factory=dict)
+    recorders: dict[str, ControllerEvents] = field(default_factory=dict)
 
-    def recorder(self, component: str) -> EventRecorder:
+    def recorder(self, component: str) -> ControllerEvents:
         recorder = self.recorders.get(component)
         if recorder is None:
-            recorder = self.recorders[component] = EventRecorder(self.client, component)
+            recorder = self.recorders[component] = ControllerEvents(self.client, component)
         return recorder
 
     def informer(self, resource: Resource) -> Informer:

@@ -36,7 +36,7 @@ from inplace.client import (
     Resource,
 )
 
-from .events import EventRecorder
+from .events import ControllerEvents
 
 __all__ = [
     "CONTROLLER_INDEX",
@@ -52,6 +52,7 @@ __all__ = [
     "is_available",
     "is_ready",
     "is_terminating",
+    "lifecycle_signature",
     "owner_uids_index",
     "pod_from_template",
     "ready_since",
@@ -159,6 +160,44 @@ def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> 
     if since is None:
         return False
     return min_ready_seconds <= 0 or since + min_ready_seconds <= now
+
+
+def lifecycle_signature(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a workload controller reacts to in a pod: ownership, labels, deletion, phase,
+    conditions other than the resize ones, containers' readiness, states and restarts.
+
+    A resize changes none of it (only resources and the ``PodResize*`` conditions), so a
+    controller that skips updates with an unchanged signature does no work per resized pod,
+    with the same outcome: its reconcile would have decided the same."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    conditions = tuple(
+        sorted(
+            (str(c.get("type")), str(c.get("status")), str(c.get("lastTransitionTime")))
+            for c in status.get("conditions") or ()
+            if not str(c.get("type") or "").startswith("PodResize")
+        )
+    )
+    containers = tuple(
+        (
+            cs.get("name"),
+            cs.get("ready"),
+            cs.get("restartCount"),
+            tuple(sorted((cs.get("state") or {}).keys())),
+        )
+        for key in ("initContainerStatuses", "containerStatuses")
+        for cs in status.get(key) or ()
+    )
+    return (
+        meta.get("deletionTimestamp"),
+        tuple(meta.get("finalizers") or ()),
+        tuple(sorted((meta.get("labels") or {}).items())),
+        tuple((r.get("uid"), r.get("controller")) for r in meta.get("ownerReferences") or ()),
+        (pod.get("spec") or {}).get("nodeName"),
+        status.get("phase"),
+        conditions,
+        containers,
+    )
 
 
 def _restarts(pod: Mapping[str, Any]) -> int:
@@ -333,7 +372,7 @@ class Ownership:
 class PodControl:
     """Creates and deletes a controller's pods, recording upstream's events on the owner."""
 
-    def __init__(self, client: Client, recorder: EventRecorder) -> None:
+    def __init__(self, client: Client, recorder: ControllerEvents) -> None:
         self.client = client
         self.recorder = recorder
 

@@ -42,6 +42,7 @@ from .pods import (
     is_available,
     is_ready,
     is_terminating,
+    lifecycle_signature,
     pod_from_template,
     ready_since,
     selector_of,
@@ -191,10 +192,8 @@ class ReplicaSetController(QueueController):
                 self.enqueue(rs_key)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
-            "resourceVersion"
-        ):
-            return
+        if lifecycle_signature(old) == lifecycle_signature(new):
+            return  # e.g. a resize: nothing a ReplicaSet counts changed
         if is_terminating(new) and not is_terminating(old):
             key = self._owner_key(new)
             if key is not None:

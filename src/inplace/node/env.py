@@ -148,7 +148,9 @@ async def container_env(
     expanding volume ``subPathExpr`` before the container's own attempt reports it)."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOSTNAME": str(meta.get("name") or "")}
+    # The pod's hostname: spec.hostname when set (an Indexed Job's `JOB-INDEX`), else its name.
+    hostname = (pod.get("spec") or {}).get("hostname") or meta.get("name") or ""
+    env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOSTNAME": str(hostname)}
     defined: dict[str, str] = {}
     for source in container.get("envFrom") or ():
         try:

@@ -42,6 +42,7 @@ from ..pods import (
     is_active,
     is_ready,
     is_terminating,
+    lifecycle_signature,
     pod_from_template,
     selector_of,
     uid_of,
@@ -144,6 +145,8 @@ class JobController(QueueController):
         self.enqueue(key)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if lifecycle_signature(old) == lifecycle_signature(new):
+            return  # e.g. a resize: nothing the Job counts changed
         key = self._job_key(new)
         if key is None:
             return

@@ -18,10 +18,13 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.conditions import NODE_LIFECYCLE, StatusPatch, present, status_update
 from inplace.api.timestamps import rfc3339
 from inplace.client import LEASES, NODES, PODS, APIConflictError, APINotFoundError, key_of
+from inplace.client.status import write_pod_status
 
 from ..base import NODE_INDEX, Context, QueueController
 from ..pods import is_ready
@@ -134,27 +137,26 @@ class NodeLifecycleController(QueueController):
             return
 
     async def _mark_pods_not_ready(self, node: str) -> None:
+        """Upstream's ``MarkPodsNotReady``, under the status-writers rule
+        (:mod:`inplace.api.conditions`): the decision Ready=False for each pod's generation."""
         stamp = rfc3339(self.ctx.now())
+
+        def not_ready(pod: Mapping[str, Any]) -> StatusPatch | None:
+            generation = (pod.get("metadata") or {}).get("generation")
+            return status_update(
+                pod,
+                writer=NODE_LIFECYCLE,
+                now=stamp,
+                decisions={"Ready": present(generation, "False")},
+            )
+
         for pod in self.pods.by_index(NODE_INDEX, node):
             if not is_ready(pod):
                 continue
             meta = pod["metadata"]
-            patch = {
-                "status": {
-                    "conditions": [
-                        {"type": "Ready", "status": "False", "lastTransitionTime": stamp}
-                    ]
-                }
-            }
-            with contextlib.suppress(APINotFoundError):
-                await self.client.patch(
-                    PODS,
-                    meta["name"],
-                    patch,
-                    patch_type="strategic",
-                    namespace=meta.get("namespace"),
-                    subresource="status",
-                )
+            await write_pod_status(
+                self.client, meta.get("namespace") or "", meta["name"], pod, not_ready
+            )
 
     # -- taints ------------------------------------------------------------------------------
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.conditions import StatusPatch, present, status_update
 from inplace.api.timestamps import rfc3339
 from inplace.client import NODES, PODS, APIConflictError, APINotFoundError, key_of
+from inplace.client.status import write_pod_status
 
 from ..base import NODE_INDEX, Context, QueueController
 from ..pods import is_terminating, uid_of
@@ -96,22 +99,21 @@ class TaintEvictionController(QueueController):
             "TaintManagerEviction",
             f"Marking for deletion Pod {namespace}/{name}",
         )
-        condition = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "DeletionByTaintManager",
-            "message": "Taint manager: deleting due to NoExecute taint",
-            "lastTransitionTime": rfc3339(self.ctx.now()),
-        }
-        with contextlib.suppress(APINotFoundError):
-            await self.client.patch(
-                PODS,
-                name,
-                {"status": {"conditions": [condition]}},
-                patch_type="strategic",
-                namespace=namespace,
-                subresource="status",
+        stamp = rfc3339(self.ctx.now())
+
+        def disruption_target(current: Mapping[str, Any]) -> StatusPatch | None:
+            generation = (current.get("metadata") or {}).get("generation")
+            decision = present(
+                generation,
+                "True",
+                "DeletionByTaintManager",
+                "Taint manager: deleting due to NoExecute taint",
             )
+            return status_update(
+                current, writer=self.name, now=stamp, decisions={"DisruptionTarget": decision}
+            )
+
+        await write_pod_status(self.client, namespace or "", name, pod, disruption_target)
         with contextlib.suppress(APINotFoundError, APIConflictError):
             await self.client.delete(
                 PODS, name, namespace=namespace, preconditions={"uid": uid_of(pod)}

@@ -82,6 +82,8 @@ REPLACE_AFTER = 30.0
 """Seconds an ``InPlacePreferred`` pod may wait (Deferred/Infeasible) before it is replaced."""
 _KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "ReplicaSet": REPLICASETS, "Job": JOBS}
 _STATUS_EVERY = 1.0
+POD_BATCH_PERIOD = 0.1
+"""Seconds pod events of one workload are gathered before it is reconciled."""
 
 
 @dataclass
@@ -122,6 +124,8 @@ class WorkloadResizeController:
         self.blocked: dict[str, str] = {}
         """Pod uid → why its replacement's eviction was refused (a budget's 429)."""
         self.rounds: dict[str, _Round] = {}
+        self.assessed: dict[str, tuple[str, str, Obj | None, PodState]] = {}
+        """Pod uid → (resourceVersion, fingerprint, resize patch, state): see _assess."""
         self.replica_sets.add_handler(
             lambda obj: self._owner_changed("ReplicaSet", obj),
             lambda old, new: self._owner_changed("ReplicaSet", new, old),
@@ -177,7 +181,9 @@ class WorkloadResizeController:
     def _pod_added(self, pod: Obj) -> None:
         key = self._pod_top(pod)
         if key is not None:
-            self.queue.add(key)
+            # Pod events come in bursts (every pod of a workload resizes at once): one
+            # reconcile per batch period looks at all of them.
+            self.queue.add_after(key, POD_BATCH_PERIOD)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         if is_terminating(new) and not is_terminating(old):
@@ -190,6 +196,7 @@ class WorkloadResizeController:
         self.sent.pop(uid, None)
         self.refused.pop(uid, None)
         self.blocked.pop(uid, None)
+        self.assessed.pop(uid, None)
         self._pod_added(pod)
 
     def _maybe_moved(self, pod: Obj) -> None:
@@ -278,25 +285,21 @@ class WorkloadResizeController:
                 if refused is not None and refused[0] == fp:
                     states.append((name, PodState(State.ERROR, refused[1])))
                     continue
-                patch = resize_patch(pod, want)
+                patch, state = self._assess(pod, want, fp)
                 if patch is not None:
                     if self.sent.get(uid) != fp:
                         patches.append((pod, patch, fp))
                     states.append((name, PodState(State.RESIZING)))
                     continue
                 self.sent.pop(uid, None)
-                state = pod_state(pod, want)
                 blocked = self.blocked.get(uid)
                 if blocked and state.state in (State.DEFERRED, State.INFEASIBLE):
                     state = PodState(state.state, f"{state.message}; {blocked}", state.since)
                 states.append((name, state))
+                # The fit is asked last: it walks every node's pods.
                 if should_replace(
-                    pod,
-                    state,
-                    now=now,
-                    timeout=self.replace_after,
-                    fits_elsewhere=self._fits_elsewhere(pod),
-                ):
+                    pod, state, now=now, timeout=self.replace_after, fits_elsewhere=True
+                ) and self._fits_elsewhere(pod):
                     replace.append((pod, state))
         round_fp = "+".join(sorted(set(fingerprints)))
         round_ = self._round(key, workload, round_fp)
@@ -319,6 +322,22 @@ class WorkloadResizeController:
             delay = max(1.0, soonest - now)
             retry = delay if retry is None else min(retry, delay)
         return retry
+
+    def _assess(
+        self, pod: Obj, want: dict[str, ContainerWant], fp: str
+    ) -> tuple[Obj | None, PodState]:
+        """:func:`resize_patch` and :func:`pod_state` of ``pod``, remembered per pod version
+        and fingerprint: a workload of hundreds of pods is reconciled many times while they
+        resize, and most pods have not changed between two reconciles."""
+        uid = uid_of(pod)
+        version = str((pod.get("metadata") or {}).get("resourceVersion") or "")
+        memo = self.assessed.get(uid)
+        if memo is not None and memo[0] == version and memo[1] == fp:
+            return memo[2], memo[3]
+        patch = resize_patch(pod, want)
+        state = PodState(State.RESIZING) if patch is not None else pod_state(pod, want)
+        self.assessed[uid] = (version, fp, patch, state)
+        return patch, state
 
     def _round(self, key: str, workload: Obj, fp: str) -> _Round:
         round_ = self.rounds.get(key)
