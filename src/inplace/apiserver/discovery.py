@@ -107,6 +107,10 @@ def subresource_discovery(kind: Kind, sub: str) -> dict[str, Any]:
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
     elif sub == "log":
         entry["verbs"] = ["get"]
+    elif sub == "exec":
+        entry.update(kind="PodExecOptions", verbs=["create", "get"])
+    elif sub == "attach":
+        entry.update(kind="PodAttachOptions", verbs=["create", "get"])
     return entry
 
 

@@ -11,6 +11,7 @@ as sent; then the verb goes to `REST` (create, update, patch, delete), to `Lists
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,19 @@ import yaml
 from aiohttp import web
 
 from inplace.api.kinds import Kind, Registry
+from inplace.api.managedfields import manager_from_user_agent, option_errors
 from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
+from inplace.api.validation.errors import ValidationError
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, User, authorize
 from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import StatusError, bad_request, forbidden, qualified
+from inplace.apiserver.errors import (
+    StatusError,
+    bad_request,
+    forbidden,
+    method_not_allowed,
+    qualified,
+)
 from inplace.apiserver.httputil import (
     INFO,
     PATCH_TYPE,
@@ -38,6 +47,7 @@ from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
+from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 
 
@@ -86,6 +96,45 @@ def requested_dry_run(verb: str, query_values: list[str], body: Any) -> bool:
     return bool(values)
 
 
+def write_options(
+    verb: str, query: dict[str, str], user_agent: str, patch_type: str | None
+) -> tuple[str, bool]:
+    """The field manager a write is credited to and whether an apply forces: the
+    ``fieldManager`` parameter, else the user agent's first word (as upstream derives it);
+    a 422 naming the option when upstream's ValidatePatchOptions (or its create and update
+    twins) refuses them."""
+    manager = query.get("fieldManager", "")
+    raw_force = query.get("force") if verb == "patch" else None
+    force = False
+    if raw_force is not None:
+        if raw_force not in _BOOLS:
+            raise bad_request(f'strconv.ParseBool: parsing "{raw_force}": invalid syntax')
+        force = _BOOLS[raw_force]
+    apply = patch_type == "apply"
+    errors = option_errors(manager, force_given=raw_force is not None, apply=apply)
+    if errors:
+        error = ValidationError(_OPTIONS_KIND[verb], "", errors, group="meta.k8s.io")
+        raise StatusError(422, error.message(), body=error.status())
+    return manager or manager_from_user_agent(user_agent), force
+
+
+#: Go's strconv.ParseBool.
+_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+class _YAMLLoader(yaml.SafeLoader):
+    """YAML as upstream reads it into JSON: a timestamp stays a string."""
+
+
+_YAMLLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def delete_options(body: Any, query: dict[str, str]) -> dict[str, Any]:
     """DeleteOptions from the body, with the query's gracePeriodSeconds and propagationPolicy
     on top (upstream reads the query only when there is no body; both are honoured here)."""
@@ -123,6 +172,7 @@ class Resources:
         *,
         log_root: Path,
         metrics_provider: MetricsProvider | None = None,
+        streams: PodStreams | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
@@ -131,6 +181,7 @@ class Resources:
         self.watches = watches
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
+        self.streams = streams
         self._nodes = registry.by_kind("", "Node")
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
 
@@ -139,6 +190,16 @@ class Resources:
         info = resolve(self.registry, request.method, request.path, query)
         if info is None:
             raise not_found_path(request.path)
+        if info.subresource in STREAMING_SUBRESOURCES:
+            if request.method not in ("GET", "POST"):
+                raise method_not_allowed(request.method, request.path)
+            # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
+            info = dataclasses.replace(info, verb="create")
+            request[INFO] = info
+            await self.authorize(request[USER], info, None)
+            if self.streams is None:
+                raise StatusError(503, f"{info.kind.plural}/{info.subresource} is not served")
+            return await self.streams.serve(request, info)
         request[INFO] = info
         if not info.kind.stored:
             return json_response(await read_metrics(self.metrics_provider, info))
@@ -207,12 +268,14 @@ class Resources:
                 "the server does not allow this method on the requested resource: "
                 f"POST {request.path}",
             )
+        manager, _ = write_options("create", query, request.headers.get("User-Agent", ""), None)
         result = await rest.create(
             kind,
             ns,
             object_body(body, kind),
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=dry_run,
+            manager=manager,
         )
         return json_response(result.obj, status=201, warnings=result.warnings)
 
@@ -227,10 +290,13 @@ class Resources:
         """update (PUT) and patch of an object or of its status, resize or scale."""
         kind, name = info.kind, info.name
         assert name is not None
+        patch_type = request[PATCH_TYPE] if info.verb == "patch" else None
+        manager, force = write_options(
+            info.verb, query, request.headers.get("User-Agent", ""), patch_type
+        )
         if info.subresource == "scale":
-            patch_type = request[PATCH_TYPE] if info.verb == "patch" else None
             scale = await subresources.write_scale(
-                self.rest, kind, info.namespace, name, body, patch_type
+                self.rest, kind, info.namespace, name, body, patch_type, manager, force
             )
             return json_response(scale)
         if info.subresource not in (None, "status", *kind.strategy.subresources):
@@ -247,19 +313,25 @@ class Resources:
                 subresource=info.subresource,
                 field_validation=field_validation,
                 dry_run=dry_run,
+                manager=manager,
             )
         else:
+            assert patch_type is not None
             result = await self.rest.patch(
                 kind,
                 info.namespace,
                 name,
                 body,
-                request[PATCH_TYPE],
+                patch_type,
                 subresource=info.subresource,
                 field_validation=field_validation,
                 dry_run=dry_run,
+                manager=manager,
+                force=force,
             )
-        return json_response(result.obj, warnings=result.warnings)
+        return json_response(
+            result.obj, status=201 if result.created else 200, warnings=result.warnings
+        )
 
     async def _delete_collection(
         self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool
@@ -313,7 +385,7 @@ class Resources:
                 ) from None
         try:
             if media in ("application/yaml", "application/apply-patch+yaml"):
-                return yaml.safe_load(raw)
+                return yaml.load(raw, Loader=_YAMLLoader)
             return orjson.loads(raw)
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             what = info.kind.kind if info.verb != "patch" else "patch"
@@ -346,9 +418,10 @@ class Resources:
             what = qualified(info.kind.plural, info.kind.group)
             target = f' "{info.name}"' if info.name else ""
             where = f' in the namespace "{info.namespace}"' if info.namespace else ""
+            resource = info.kind.plural + (f"/{info.subresource}" if info.subresource else "")
             raise forbidden(
                 f'{what}{target} is forbidden: User "{user.name}" cannot {info.verb} resource '
-                f'"{info.kind.plural}" in API group "{info.kind.group}"{where}: {reason}'
+                f'"{resource}" in API group "{info.kind.group}"{where}: {reason}'
             )
 
     def _is_simulated(self, info: RequestInfo, old: dict[str, Any] | None, body: Any) -> bool:

@@ -41,6 +41,7 @@ from inplace.apiserver.lists import Lists
 from inplace.apiserver.metrics import APIServerMetrics
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
+from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.store import Store
 
@@ -113,6 +114,7 @@ class APIServer:
             Watches(self.cache, self.metrics),
             log_root=self.config.log_root or (self.config.data_dir / "logs"),
             metrics_provider=self.config.extra.get("metrics_provider"),
+            streams=PodStreams(self.rest, self.cache, self.registry, self.config.tokens),
         )
         app.router.add_route("GET", "/healthz", self._health)
         app.router.add_route("GET", "/livez", self._health)

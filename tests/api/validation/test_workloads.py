@@ -202,10 +202,14 @@ def test_job_template_resources_change_only_as_the_running_pods_can_be_resized()
     policy = mutate(
         old,
         lambda j: first_container(j).update(
-            resizePolicy=[{"resourceName": "cpu", "restartPolicy": "NotRequired"}]
+            resizePolicy=[{"resourceName": "memory", "restartPolicy": "NotRequired"}]
         ),
     )
-    validate_update(JOB, policy, old)
+    # A running pod's resizePolicy cannot change (upstream's resize rules), so neither can
+    # the template's: the pods could not follow.
+    assert messages(lambda: validate_update(JOB, policy, old)) == [
+        "spec.template.spec: Forbidden: only cpu and memory resources are mutable"
+    ]
     guaranteed = mutate(
         old,
         lambda j: first_container(j)["resources"].update(
@@ -218,10 +222,10 @@ def test_job_template_resources_change_only_as_the_running_pods_can_be_resized()
     ]
     removed = mutate(old, lambda j: first_container(j)["resources"].update(requests={}))
     assert messages(lambda: validate_update(JOB, removed, old)) == [
-        "spec.template.spec.containers[0].resources.requests: Forbidden: resource requests "
-        "cannot be removed",
         'spec.template.spec: Invalid value: "Burstable": Pod QOS Class may not change as a '
         "result of resizing",
+        "spec.template.spec.containers[0].resources.requests: Forbidden: resource requests "
+        "cannot be removed",
     ]
 
 

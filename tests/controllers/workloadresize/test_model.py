@@ -57,14 +57,14 @@ BURSTABLE = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory":
             True,
             "",
         ),
-        (  # resizePolicy only
+        (  # resizePolicy only: a running pod's policy cannot change (upstream's resize rules)
             template(**BURSTABLE),
             template(
                 **BURSTABLE,
                 policy=[{"resourceName": "memory", "restartPolicy": "RestartContainer"}],
             ),
-            True,
-            "",
+            False,
+            "only cpu and memory resources are mutable",
         ),
         (  # the image: a rollout
             template(**BURSTABLE),
@@ -109,7 +109,7 @@ BURSTABLE = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory":
             template(requests={"cpu": "100m", "ephemeral-storage": "1Gi"}),
             template(requests={"cpu": "100m", "ephemeral-storage": "2Gi"}),
             False,
-            "ephemeral-storage",
+            "only cpu and memory resources are mutable",
         ),
         (  # a regular init container's resources are immutable
             template(**BURSTABLE, init=[{"name": "i", "image": "b", "resources": BURSTABLE}]),
@@ -124,7 +124,7 @@ BURSTABLE = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory":
                 ],
             ),
             False,
-            "initContainers[0].resources",
+            "resources for non-sidecar init containers are immutable",
         ),
         (  # identical templates are no change at all
             template(**BURSTABLE),
@@ -209,11 +209,12 @@ def test_resize_patch_brings_a_pod_to_the_template_and_nothing_when_it_is_there(
     assert m.resize_patch(stored, m.desired_resources(only_limits)) is None
 
 
-def test_resize_patch_carries_a_changed_resize_policy() -> None:
+def test_a_resize_policy_difference_is_not_a_resize() -> None:
+    """A running pod's resizePolicy cannot change (upstream's resize rules): only cpu and
+    memory are compared and sent."""
     policy = [{"resourceName": "cpu", "restartPolicy": "NotRequired"}]
     want = m.desired_resources(template(**BURSTABLE, policy=policy))
-    patch = m.resize_patch(pod(template(**BURSTABLE)), want)
-    assert patch == {"spec": {"containers": [{"name": "main", "resizePolicy": policy}]}}
+    assert m.resize_patch(pod(template(**BURSTABLE)), want) is None
 
 
 @pytest.mark.parametrize(

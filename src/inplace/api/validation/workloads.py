@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
+from inplace.api import resources
 from inplace.api.defaults import default_pod
 from inplace.api.names import regex_error as _regex_error
 from inplace.api.podtemplates import without_resizable
@@ -283,16 +284,19 @@ def _under_template(path: str) -> str:
 
 
 def _job_template_errors(new_template: object, old_template: object) -> list[FieldError]:
-    """A Job's template may change only in its containers' resources and resizePolicy
-    (ours; upstream: not at all), and only as far as its running pods can follow in place:
-    the change must pass the ``pods/resize`` rules, whose errors are reported under
-    ``spec.template``."""
+    """A Job's template may change only in its containers' resources (ours; upstream: not at
+    all), and only as far as its running pods can follow in place: the change must pass the
+    ``pods/resize`` rules (which also keep ``resizePolicy`` as it is), whose errors are
+    reported under ``spec.template``."""
     if semantic(without_resizable(new_template)) != semantic(without_resizable(old_template)):
         return [invalid("spec.template", new_template, IMMUTABLE_MSG)]
     if semantic(new_template) == semantic(old_template):
         return []
+    old_pod, new_pod = _pod_of(old_template), _pod_of(new_template)
+    # What the API server stored for the running pods (a resize keeps their status).
+    old_pod["status"] = new_pod["status"] = {"qosClass": resources.qos_class(old_pod)}
     pod_errs: list[FieldError] = []
-    validate_pod_resize(pod_errs, _pod_of(new_template), _pod_of(old_template))
+    validate_pod_resize(pod_errs, new_pod, old_pod)
     return [dataclasses.replace(e, field=_under_template(e.field)) for e in pod_errs]
 
 
@@ -300,8 +304,8 @@ def validate_job_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
     """Upstream ``ValidateJobUpdate``: selector, completions, completion mode and template
-    unchanged, except the template's container resources and resizePolicy (ours: the
-    workload-resize controller resizes the running pods in place to match)."""
+    unchanged, except the template's container resources (ours: the workload-resize
+    controller resizes the running pods in place to match)."""
     validate_object_meta_update(errs, new, old)
     validate_job(errs, new)
     _validate_selector_update(errs, new, old)

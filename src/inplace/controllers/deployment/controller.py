@@ -11,8 +11,8 @@ strategy runs — RollingUpdate (surge the new ReplicaSet, shrink the old ones w
 (kubectl copies the old ReplicaSet's template into the Deployment).
 
 **The in-place rule.** When no ReplicaSet has the Deployment's template but the current one
-differs from it only in containers' ``resources``/``resizePolicy`` and the change passes the
-``pods/resize`` rules (:func:`..workloadresize.model.in_place_verdict`), that ReplicaSet is
+differs from it only in containers' ``resources`` and the change passes the ``pods/resize``
+rules (:func:`..workloadresize.model.in_place_verdict`), that ReplicaSet is
 kept: its template's resources are updated, no ReplicaSet is created and the revision does
 not move. The workload-resize controller then resizes the pods through ``pods/resize``. Any
 other change rolls out.

@@ -7,7 +7,7 @@ to change, so it runs the same whether this project's controllers own them or up
 reported on the top-level workload: the Deployment that owns a ReplicaSet, else the
 ReplicaSet; the Job.
 
-For every pod whose spec differs from its owner's template in cpu/memory or resizePolicy it
+For every pod whose spec differs from its owner's template in cpu or memory it
 sends one ``pods/resize`` patch; the scheduler's arbiter (or a kubelet) decides each. It then
 follows the pods' conditions: at size, resizing, or waiting (``Deferred``/``Infeasible`` with
 the reason). An ``InPlacePreferred`` pod that has waited longer than ``replace_after`` is

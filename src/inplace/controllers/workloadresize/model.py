@@ -4,9 +4,10 @@
   pods? Only if the templates differ in nothing but containers' ``resources`` and
   ``resizePolicy`` (:mod:`inplace.api.podtemplates`) *and* the ``pods/resize`` validation
   accepts the change on a pod made from each template (cpu and memory only, nothing removed,
-  same QoS class, ...). Anything else rolls out as upstream does.
-* :func:`resize_patch` — the ``pods/resize`` body that brings a pod to its template's
-  resources, or None when it is already there. Templates are compared as the pods made from
+  same QoS class; upstream's resize rules also keep ``resizePolicy`` as it is, so a policy
+  change rolls out). Anything else rolls out as upstream does.
+* :func:`resize_patch` — the ``pods/resize`` body that brings a pod to its template's cpu
+  and memory, or None when it is already there. Templates are compared as the pods made from
   them are stored (pod defaulting: requests default to limits), quantities by value.
 * :func:`pod_state` — where one pod is: at the template's size, resizing, waiting
   (``Deferred``/``Infeasible``, with the scheduler's or kubelet's message), or not yet asked.
@@ -29,7 +30,12 @@ from inplace.api import defaults
 from inplace.api.annotations import RESIZE_POLICY
 from inplace.api.podtemplates import only_resizable_changed
 from inplace.api.quantity import Quantity, QuantityError
-from inplace.api.resources import pod_requests, requests_milli_bytes, resize_accounting_requests
+from inplace.api.resources import (
+    pod_requests,
+    qos_class,
+    requests_milli_bytes,
+    resize_accounting_requests,
+)
 from inplace.api.timestamps import parse_rfc3339
 from inplace.api.validation import ValidationError, validate_resize
 
@@ -89,8 +95,11 @@ def in_place_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> InPlaceV
     """Whether moving pods from template ``old`` to ``new`` can be done by resizing them."""
     if not only_resizable_changed(old, new):
         return InPlaceVerdict(False, "the pod template changed beyond container resources")
+    old_pod, new_pod = pod_from_template(old), pod_from_template(new)
+    # What the API server stored for the running pods (a resize keeps their status).
+    old_pod["status"] = new_pod["status"] = {"qosClass": qos_class(old_pod)}
     try:
-        validate_resize(pod_from_template(new), pod_from_template(old))
+        validate_resize(new_pod, old_pod)
     except ValidationError as exc:
         detail = "; ".join(e.message() for e in exc.errors) or exc.message()
         return InPlaceVerdict(False, f"the change cannot be made in place: {detail}")
@@ -99,7 +108,8 @@ def in_place_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> InPlaceV
 
 # -- one pod against its template ------------------------------------------------------------
 
-ContainerWant = tuple[dict[str, Quantity], dict[str, Quantity], tuple[tuple[str, str], ...]]
+ContainerWant = tuple[dict[str, Quantity], dict[str, Quantity]]
+"""A container's (requests, limits) of cpu and memory."""
 
 
 def _cpu_memory(raw: Any) -> dict[str, Quantity]:
@@ -115,14 +125,6 @@ def _cpu_memory(raw: Any) -> dict[str, Quantity]:
     return out
 
 
-def _policy(raw: Any) -> tuple[tuple[str, str], ...]:
-    items = []
-    for entry in raw if isinstance(raw, list) else ():
-        if isinstance(entry, Mapping):
-            items.append((str(entry.get("resourceName")), str(entry.get("restartPolicy"))))
-    return tuple(sorted(items))
-
-
 def _resizable_containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
     for container in spec.get("containers") or ():
         yield "containers", container
@@ -132,7 +134,7 @@ def _resizable_containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mappin
 
 
 def desired_resources(template: Mapping[str, Any]) -> dict[str, ContainerWant]:
-    """Per container name: the (requests, limits, resizePolicy) a pod of ``template`` has."""
+    """Per container name: the cpu/memory (requests, limits) a pod of ``template`` has."""
     pod = pod_from_template(template)
     out: dict[str, ContainerWant] = {}
     for _, container in _resizable_containers(pod.get("spec") or {}):
@@ -140,7 +142,6 @@ def desired_resources(template: Mapping[str, Any]) -> dict[str, ContainerWant]:
         out[str(container.get("name"))] = (
             _cpu_memory(res.get("requests")),
             _cpu_memory(res.get("limits")),
-            _policy(container.get("resizePolicy")),
         )
     return out
 
@@ -151,9 +152,8 @@ def fingerprint(want: Mapping[str, ContainerWant]) -> str:
         name: [
             {k: str(v) for k, v in sorted(req.items())},
             {k: str(v) for k, v in sorted(lim.items())},
-            list(policy),
         ]
-        for name, (req, lim, policy) in sorted(want.items())
+        for name, (req, lim) in sorted(want.items())
     }
     return hashlib.sha256(orjson.dumps(canonical)).hexdigest()[:12]
 
@@ -174,10 +174,9 @@ def resize_patch(pod: Mapping[str, Any], want: Mapping[str, ContainerWant]) -> O
         name = str(container.get("name"))
         if name not in want:
             continue
-        req_want, lim_want, policy_want = want[name]
+        req_want, lim_want = want[name]
         res = container.get("resources") or {}
         req_have, lim_have = _cpu_memory(res.get("requests")), _cpu_memory(res.get("limits"))
-        policy_have = _policy(container.get("resizePolicy"))
         entry: Obj = {"name": name}
         if req_have != req_want or lim_have != lim_want:
             resources: Obj = {}
@@ -186,10 +185,6 @@ def resize_patch(pod: Mapping[str, Any], want: Mapping[str, ContainerWant]) -> O
             if lim_want or lim_have:
                 resources["limits"] = _quantities_json(lim_want, lim_have)
             entry["resources"] = resources
-        if policy_want and policy_have != policy_want:
-            entry["resizePolicy"] = [
-                {"resourceName": r, "restartPolicy": p} for r, p in policy_want
-            ]
         if len(entry) > 1:
             changes.setdefault(key, []).append(entry)
     if not changes:
