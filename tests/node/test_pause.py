@@ -370,5 +370,5 @@ HELD = {"main": {"limits": {"memory": "100Mi"}}}
         ),
     ],
 )
-def testnext_step(pod: dict[str, Any], says: str) -> None:
+def test_next_step(pod: dict[str, Any], says: str) -> None:
     assert next_step(pod, ["main"], HELD) == says
