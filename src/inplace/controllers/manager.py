@@ -97,6 +97,12 @@ def _rescue(ctx: Context) -> Controller:
     return RescueController(ctx)
 
 
+def _memory_pause(ctx: Context) -> Controller:
+    from .memorypause.controller import MemoryPauseResponder
+
+    return MemoryPauseResponder(ctx)
+
+
 CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset-controller", ("replicaset",), _replicaset, "ReplicaSets"),
     ControllerSpec("deployment-controller", ("deployment",), _deployment, "Deployments"),
@@ -139,6 +145,12 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         ("rescue",),
         _rescue,
         "shrinks over-provisioned shrinkable pods in place to make room for pending pods",
+    ),
+    ControllerSpec(
+        "memory-pause",
+        ("memory-pause-responder",),
+        _memory_pause,
+        "asks for more memory for pods paused at their limit (inplace.dev/memory-on-pause)",
     ),
 )
 

@@ -206,7 +206,7 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
         ],
     ),
     (
-        "the rescuer's annotations",
+        "the rescuer's and the pause annotations",
         POD,
         lambda: mutate(
             pod(),
@@ -214,6 +214,9 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
                 annotations={
                     "inplace.dev/shrinkable": "maybe",
                     "inplace.dev/original-resources": '{"main": {"requests": {"gpu": "1"}}}',
+                    "inplace.dev/memory-on-pause": "x0.5",
+                    "inplace.dev/memory-max": "lots",
+                    "inplace.dev/pause-timeout": "5",
                 }
             ),
         ),
@@ -223,6 +226,13 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             "metadata.annotations[inplace.dev/original-resources]: Invalid value: "
             '"{\\"main\\": {\\"requests\\": {\\"gpu\\": \\"1\\"}}}": '
             "main.requests: only cpu and memory, not 'gpu'",
+            'metadata.annotations[inplace.dev/memory-on-pause]: Invalid value: "x0.5": '
+            "the factor must be greater than 1",
+            'metadata.annotations[inplace.dev/memory-max]: Invalid value: "lots": '
+            "quantities must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            'metadata.annotations[inplace.dev/pause-timeout]: Invalid value: "5": '
+            'time: missing unit in duration "5"',
         ],
     ),
 ]

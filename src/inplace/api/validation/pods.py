@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from inplace.api.annotations import (
+    MEMORY_MAX,
+    MEMORY_ON_PAUSE,
     OOM_KILL_DISABLE,
     ORIGINAL_RESOURCES,
+    PAUSE_TIMEOUT,
     RESIZE_POLICIES,
     RESIZE_POLICY,
     SHRINKABLE,
     USAGE_PROFILE,
+    parse_memory_max,
+    parse_memory_on_pause,
+    parse_pause_timeout,
 )
 from inplace.api.names import (
     dns1123_label_errors,
@@ -527,6 +533,21 @@ def _validate_inplace_annotations(
             parse_original_resources(original)
         except ValueError as exc:
             errs.append(invalid(key_path(path, ORIGINAL_RESOURCES), original, str(exc)))
+    for name, parse in _PAUSE_ANNOTATIONS:
+        value = annotations.get(name)
+        if not isinstance(value, str):
+            continue
+        try:
+            parse(value)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, name), value, str(exc)))
+
+
+_PAUSE_ANNOTATIONS: Final[tuple[tuple[str, Callable[[str], object]], ...]] = (
+    (MEMORY_ON_PAUSE, parse_memory_on_pause),
+    (MEMORY_MAX, parse_memory_max),
+    (PAUSE_TIMEOUT, parse_pause_timeout),
+)
 
 
 def validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:
