@@ -15,9 +15,9 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
@@ -37,6 +37,8 @@ from inplace.api.schema import (
 )
 from inplace.api.strategy import Rejected, copy_json, keep_spec, keep_status
 from inplace.api.timestamps import rfc3339
+from inplace.apiserver.admission import AdmissionRequest, ValidatingAdmission
+from inplace.apiserver.auth import User
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import (
     StatusError,
@@ -117,11 +119,14 @@ class REST:
         registry: Registry,
         *,
         clock: Callable[[], datetime.datetime] | None = None,
+        admission: Sequence[ValidatingAdmission] = (),
     ) -> None:
         self.store = store
         self.cache = cache
         self.registry = registry
         self.clock = clock
+        #: Validating admission plugins, run on every create and update.
+        self.admission: list[ValidatingAdmission] = list(admission)
         self._namespaces = registry.by_kind("", "Namespace")
         self._objects = _CachedObjects(cache, registry)
 
@@ -174,6 +179,7 @@ class REST:
         *,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
     ) -> WriteResult:
         self._check_type(kind, obj)
         warnings = self.check_fields(kind, obj, field_validation)
@@ -213,6 +219,9 @@ class REST:
         api_defaults.apply_defaults(kind, obj)
         self._prepare_for_create(kind, obj)
         self._validate(lambda: validation.validate_create(kind, obj))
+        warnings += self._admit(
+            "CREATE", kind, namespace, str(meta.get("name") or ""), None, obj, None, user, dry_run
+        )
         if dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
         name = meta.get("name")
@@ -264,6 +273,7 @@ class REST:
         subresource: str | None = None,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
     ) -> WriteResult:
         self._check_type(kind, obj)
         warnings = self.check_fields(kind, obj, field_validation)
@@ -289,8 +299,9 @@ class REST:
             subresource=subresource,
             dry_run=dry_run,
             strict_revision=expected is not None,
+            user=user,
         )
-        result.warnings = warnings
+        result.warnings = warnings + result.warnings
         return result
 
     async def patch(
@@ -304,6 +315,7 @@ class REST:
         subresource: str | None = None,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
     ) -> WriteResult:
         if patch_type == "apply":
             raise unsupported_media_type("application/apply-patch+yaml (server-side apply)")
@@ -345,12 +357,13 @@ class REST:
                     subresource=subresource,
                     dry_run=dry_run,
                     strict_revision=True,
+                    user=user,
                 )
             except StatusError as exc:
                 if exc.code == 409 and not requested and exc.reason == "Conflict":
                     continue
                 raise
-            result.warnings = warnings
+            result.warnings = warnings + result.warnings
             return result
         raise conflict(kind.plural, kind.group, name, "too many concurrent writers")
 
@@ -365,8 +378,10 @@ class REST:
         subresource: str | None,
         dry_run: bool,
         strict_revision: bool,
+        user: User | None = None,
     ) -> WriteResult:
-        """Merge `obj` into the stored object as the (sub)resource allows, validate, CAS."""
+        """Merge `obj` into the stored object as the (sub)resource allows, validate, admit,
+        CAS."""
         old = entry.value
         new, defaults = self._prepare_for_update(kind, subresource, old, obj)
         new["apiVersion"] = kind.api_version
@@ -394,8 +409,11 @@ class REST:
         self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
+        warnings = self._admit(
+            "UPDATE", kind, namespace, name, subresource, new, old, user, dry_run
+        )
         if dry_run:
-            return WriteResult(new)
+            return WriteResult(new, warnings=warnings)
         key = kind.storage_key(name, namespace)
         if (
             meta.get("deletionTimestamp")
@@ -407,14 +425,37 @@ class REST:
                 deleted = await self.store.delete(key, expected_revision=entry.revision)
             except (ConflictError, NotFoundError):
                 raise conflict(kind.plural, kind.group, name) from None
-            return WriteResult(deleted.value)
+            return WriteResult(deleted.value, warnings=warnings)
         try:
             written = await self.store.update(key, new, expected_revision=entry.revision)
         except ConflictError:
             raise conflict(kind.plural, kind.group, name) from None
         except NotFoundError:
             raise not_found(kind.plural, kind.group, name) from None
-        return WriteResult(written.value)
+        return WriteResult(written.value, warnings=warnings)
+
+    def _admit(
+        self,
+        operation: Literal["CREATE", "UPDATE"],
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        obj: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        user: User | None,
+        dry_run: bool,
+    ) -> tuple[str, ...]:
+        """Run the validating admission plugins on the object about to be stored."""
+        if not self.admission:
+            return ()
+        request = AdmissionRequest(
+            operation, kind, namespace, name, subresource, obj, old, user, dry_run
+        )
+        warnings: list[str] = []
+        for plugin in self.admission:
+            warnings.extend(plugin.validate(request))
+        return tuple(warnings)
 
     def _prepare_for_update(
         self, kind: Kind, subresource: str | None, old: dict[str, Any], obj: dict[str, Any]

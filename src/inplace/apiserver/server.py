@@ -32,9 +32,14 @@ from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_ob
 from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
 from inplace.api.tables import to_table
 from inplace.apiserver import subresources
-from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, TokenFile, User, authorize
+from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, TokenFile, Unauthorized, User
+from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
+from inplace.apiserver.authz.escalation import EscalationCheck
+from inplace.apiserver.authz.impersonation import Headers, impersonate
+from inplace.apiserver.authz.reconcile import Aggregator, reconcile_defaults
+from inplace.apiserver.authz.reviews import REVIEW_KINDS, review
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
-from inplace.apiserver.errors import StatusError, bad_request, forbidden, gone, qualified
+from inplace.apiserver.errors import StatusError, bad_request, gone, qualified
 from inplace.apiserver.metrics import APIServerMetrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
@@ -46,7 +51,6 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024
 #: Kubernetes version this server speaks (pods/resize is a v1.33 subresource).
 KUBE_VERSION = ("1", "33", "v1.33.0")
-_PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
 _BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _BOOKMARK_EVERY = 10.0
 _COMPACT_EVERY = 300.0
@@ -64,8 +68,11 @@ class APIServerConfig:
     port: int = 6443
     #: TLS files; None serves plain HTTP (only for in-process tests).
     tls: Any = None
-    #: Token file; None disables authentication (only for in-process tests).
+    #: Token file; None disables authentication and authorization (only for in-process
+    #: tests, whose requests all act as system:masters).
     tokens: TokenFile | None = None
+    #: Requests without credentials are `system:anonymous` (upstream `--anonymous-auth`).
+    anonymous: bool = True
     log_root: Path | None = None
     compact_every: float = _COMPACT_EVERY
     #: Take over the collector's full collections (see `_gc_loop`); for a server process.
@@ -83,6 +90,10 @@ class APIServer:
         self.store: Store | None = None
         self.cache: WatchCache | None = None
         self.rest: REST | None = None
+        self.authz: Authorizers | None = None
+        self.authn = Authenticator(
+            [config.tokens] if config.tokens is not None else [], anonymous=config.anonymous
+        )
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = config.port
@@ -99,7 +110,15 @@ class APIServer:
         self.cache = WatchCache(self.store, self.registry)
         await self.cache.start()
         self.rest = REST(self.store, self.cache, self.registry)
+        self.authz = Authorizers(self.cache, self.registry)
+        self.rest.admission.append(EscalationCheck(self.authz))
         await self._ensure_namespaces()
+        if self.authz.enabled:
+            await reconcile_defaults(self.rest, self.cache, self.registry)
+            aggregator = Aggregator(self.rest, self.cache, self.registry)
+            self.cache.add_listener(aggregator.on_change)
+            await aggregator.settle()
+            self._spawn(aggregator.run(), "clusterrole-aggregation")
         self.cache.add_listener(self._on_change)
         app = web.Application(
             client_max_size=MAX_BODY,
@@ -199,13 +218,7 @@ class APIServer:
         info: RequestInfo | None = None
         code = 500
         try:
-            if request.path not in _PUBLIC_PATHS and self.config.tokens is not None:
-                user = self.config.tokens.authenticate(request.headers.get("Authorization"))
-                if user is None:
-                    raise StatusError(401, "Unauthorized")
-                request[USER] = user
-            else:
-                request[USER] = User("system:admin", ("system:masters",))
+            request[USER] = await self._authenticate(request)
             response = await handler(request)
             info = request.get(INFO)
             code = response.status
@@ -232,6 +245,26 @@ class APIServer:
             return _json_response(error.status(), status=500)
         finally:
             self._observe(request, info, code, time.perf_counter() - started)
+
+    async def _authenticate(self, request: web.Request) -> User:
+        """Who the request acts as (after impersonation), and, for a path that is not a
+        resource, whether they may request it (resources are authorized in `_resource`)."""
+        if self.config.tokens is None:
+            return User("system:admin", (MASTERS_GROUP,))
+        try:
+            user = self.authn.authenticate(request.headers.get("Authorization"))
+        except Unauthorized:
+            raise StatusError(401, "Unauthorized") from None
+        assert self.authz is not None
+        user = impersonate(self.authz, user, Headers(list(request.headers.items())))
+        if not _is_resource_path(request.path):
+            attrs = Attributes(
+                user, request.method.lower(), resource_request=False, path=request.path
+            )
+            decision = self.authz.authorize(attrs)
+            if not decision.allowed:
+                raise forbidden_error(attrs, decision.reason)
+        return user
 
     def _observe(
         self, request: web.Request, info: RequestInfo | None, code: int, seconds: float
@@ -375,14 +408,20 @@ class APIServer:
         user: User = request[USER]
         rest = self.rest
         kind = info.kind
-        if not kind.stored:
-            return await self._metrics_kind(info, query)
         body = None
         if info.verb in ("create", "update", "patch") or (
             info.verb in ("delete", "deletecollection") and request.can_read_body
         ):
             body = await self._read_body(request, info)
-        await self._authorize(user, info, body)
+        await self._authorize(user, info, body, query)
+        if (kind.group, kind.kind) in REVIEW_KINDS:
+            assert self.authz is not None
+            answer = review(
+                self.authz, kind.group, kind.kind, kind.api_version, user, info.namespace, body
+            )
+            return _json_response(answer, status=201)
+        if not kind.stored:
+            return await self._metrics_kind(info, query)
         dry_run = query.get("dryRun") == "All"
         field_validation = query.get("fieldValidation", "Warn")
         ns = info.namespace
@@ -424,6 +463,7 @@ class APIServer:
                 _object_body(body, kind),
                 field_validation=field_validation,
                 dry_run=dry_run,
+                user=user,
             )
             return _json_response(result.obj, status=201, warnings=result.warnings)
         if info.verb in ("update", "patch"):
@@ -443,6 +483,7 @@ class APIServer:
                     subresource=info.subresource,
                     field_validation=field_validation,
                     dry_run=dry_run,
+                    user=user,
                 )
             else:
                 result = await rest.patch(
@@ -454,6 +495,7 @@ class APIServer:
                     subresource=info.subresource,
                     field_validation=field_validation,
                     dry_run=dry_run,
+                    user=user,
                 )
             return _json_response(result.obj, warnings=result.warnings)
         if info.verb == "delete":
@@ -542,48 +584,42 @@ class APIServer:
                 f"{info.kind.kind}: {_decode_message(exc)}"
             ) from None
 
-    async def _authorize(self, user: User, info: RequestInfo, body: Any) -> None:
-        assert self.cache is not None
-        if "system:masters" in user.groups or info.verb in ("get", "list", "watch"):
+    async def _authorize(
+        self, user: User, info: RequestInfo, body: Any, query: dict[str, str]
+    ) -> None:
+        """The authorizer chain for a resource request, then NodeRestriction for a node's
+        write (it needs the stored object and the body)."""
+        assert self.cache is not None and self.authz is not None
+        if MASTERS_GROUP in user.groups:
+            return
+        name = info.name or ""
+        if not name and info.verb in ("list", "watch"):
+            # Upstream: a list or watch of one object by `metadata.name=` is that object's.
+            name = _single_name(query.get("fieldSelector", ""))
+        kind = info.kind
+        attrs = Attributes(
+            user,
+            info.verb,
+            namespace=info.namespace or "",
+            api_group=kind.group,
+            api_version=kind.version,
+            resource=kind.plural,
+            subresource=info.subresource or "",
+            name=name,
+        )
+        await self.cache.sync()
+        decision = self.authz.authorize(attrs)
+        if not decision.allowed:
+            raise forbidden_error(attrs, decision.reason)
+        if info.verb in ("get", "list", "watch") or not kind.stored:
             return
         old = None
         if info.name is not None:
             entry = self.cache.get(
-                info.kind, info.kind.storage_key(info.name, info.namespace), info.namespace
+                kind, kind.storage_key(info.name, info.namespace), info.namespace
             )
             old = entry.value if entry else None
-        simulated = False
-        if user.name == SIMULATOR_USER:
-            simulated = self._is_simulated(info, old, body)
-        reason = authorize(
-            user,
-            info,
-            new=body if isinstance(body, dict) else None,
-            old=old,
-            is_simulated_node=simulated,
-        )
-        if reason is not None:
-            what = qualified(info.kind.plural, info.kind.group)
-            target = f' "{info.name}"' if info.name else ""
-            where = f' in the namespace "{info.namespace}"' if info.namespace else ""
-            raise forbidden(
-                f'{what}{target} is forbidden: User "{user.name}" cannot {info.verb} resource '
-                f'"{info.kind.plural}" in API group "{info.kind.group}"{where}: {reason}'
-            )
-
-    def _is_simulated(self, info: RequestInfo, old: dict[str, Any] | None, body: Any) -> bool:
-        assert self.cache is not None and self._nodes is not None
-        if info.kind.kind == "Node":
-            obj = old or (body if isinstance(body, dict) else {})
-            return (obj.get("metadata", {}).get("labels") or {}).get(SIMULATED_LABEL) == "true"
-        node_name = (old or {}).get("spec", {}).get("nodeName")
-        if not node_name:
-            return False
-        node = self.cache.get(self._nodes, self._nodes.storage_key(node_name), None)
-        return (
-            node is not None
-            and (node.value["metadata"].get("labels") or {}).get(SIMULATED_LABEL) == "true"
-        )
+        self.authz.restrict(attrs, new=body if isinstance(body, dict) else None, old=old)
 
     def _filter(self, kind: Kind, query: dict[str, str]) -> Callable[[dict[str, Any]], bool] | None:
         try:
@@ -1013,6 +1049,21 @@ def _json_response(body: Any, *, status: int = 200, warnings: tuple[str, ...] = 
     for warning in warnings:
         response.headers.add("Warning", f"299 - {orjson.dumps(warning).decode()}")
     return response
+
+
+def _is_resource_path(path: str) -> bool:
+    """`/api/v1/...` and `/apis/group/version/...` below discovery; the rest (health,
+    version, discovery, OpenAPI, metrics) are non-resource paths."""
+    parts = [p for p in path.split("/") if p]
+    return (parts[:1] == ["api"] and len(parts) >= 3) or (parts[:1] == ["apis"] and len(parts) >= 4)
+
+
+def _single_name(field_selector: str) -> str:
+    """The name a `metadata.name=NAME` field selector (alone) selects, else ""."""
+    for prefix in ("metadata.name==", "metadata.name="):
+        if field_selector.startswith(prefix) and "," not in field_selector:
+            return field_selector[len(prefix) :]
+    return ""
 
 
 def _object_body(body: Any, kind: Kind) -> dict[str, Any]:

@@ -9,8 +9,8 @@ we store; the VerticalPodAutoscaler follows its CRD's `additionalPrinterColumns`
 Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too; the priority 1
 columns are the ones kubectl hides unless asked.
 
-One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`
-and `cluster`; a kind names its printer in its strategy (`inplace.api.kinds`).
+One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
+`cluster` and `rbac`; a kind names its printer in its strategy (`inplace.api.kinds`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,17 @@ from inplace.api.tables.printer import (
     human_duration,
     to_table,
 )
+from inplace.api.tables.rbac import (
+    CLUSTER_ROLE_BINDING_TABLE,
+    CLUSTER_ROLE_TABLE,
+    ROLE_BINDING_TABLE,
+    ROLE_TABLE,
+)
 from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
 
 __all__ = [
+    "CLUSTER_ROLE_BINDING_TABLE",
+    "CLUSTER_ROLE_TABLE",
     "DEFAULT_TABLE",
     "DEPLOYMENT_TABLE",
     "EVENT_TABLE",
@@ -46,6 +54,8 @@ __all__ = [
     "POD_TABLE",
     "PRIORITY_CLASS_TABLE",
     "REPLICA_SET_TABLE",
+    "ROLE_BINDING_TABLE",
+    "ROLE_TABLE",
     "VPA_TABLE",
     "Column",
     "TablePrinter",
