@@ -30,6 +30,7 @@ import psutil
 from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.apiserver.auth import MASTERS_GROUP, SIMULATOR_USER, TokenFile
+from inplace.apiserver.authz.policy import DASHBOARD_USER
 from inplace.apiserver.tls import ensure_certificates
 from inplace.cli.kubeconfig import write_kubeconfig
 from inplace.cli.paths import DataDir
@@ -154,10 +155,15 @@ def prepare(data: DataDir, *, host: str, port: int) -> dict[str, Path]:
     tokens = TokenFile(data.tokens)
     server = f"https://{host}:{port}"
     ca = certs.ca_pem()
-    identities = {
+    # The admin is cluster-admin (system:masters); every component holds only what its
+    # default ClusterRole grants (upstream's system:kube-scheduler, system:kube-controller-
+    # manager; the dashboard's system:inplace:dashboard). Nodes get theirs from
+    # node_kubeconfig.
+    identities: dict[str, tuple[str, tuple[str, ...]]] = {
         "admin": ("admin", (MASTERS_GROUP,)),
-        "scheduler": ("system:kube-scheduler", (MASTERS_GROUP,)),
-        "controller-manager": ("system:kube-controller-manager", (MASTERS_GROUP,)),
+        "scheduler": ("system:kube-scheduler", ()),
+        "controller-manager": ("system:kube-controller-manager", ()),
+        "dashboard": (DASHBOARD_USER, ()),
     }
     paths: dict[str, Path] = {}
     for name, (user, groups) in identities.items():

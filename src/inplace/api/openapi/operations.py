@@ -115,11 +115,12 @@ SUB_GVKS: Final = {
 def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
     """Every path of one kind, with the operations its verbs and subresources allow."""
     obj = crd_component(kind, components) if s.is_crd(kind) else components.add(s.kind_schema(kind))
-    listed = components.add(s.list_schema(kind))
+    verbs = set(kind.verbs)
+    # Create-only kinds (the reviews) have no list type upstream.
+    listed = components.add(s.list_schema(kind)) if "list" in verbs else ""
     infix, tag = group_words(kind)
     ns = "Namespaced" if kind.namespaced else ""
     gvk = gvk_of(kind.group, kind.version, kind.kind)
-    verbs = set(kind.verbs)
     prefix = path_prefix(kind.group, kind.version)
     collection = (
         f"{prefix}/namespaces/{{namespace}}/{kind.plural}"
