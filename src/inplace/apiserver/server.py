@@ -41,6 +41,7 @@ from inplace.apiserver.authz.reviews import REVIEW_KINDS, review
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, gone, qualified
 from inplace.apiserver.metrics import APIServerMetrics
+from inplace.apiserver.podsecurity import PodSecurity, PodSecurityConfig
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
 from inplace.store import CompactedError, FutureRevisionError, Store
@@ -73,6 +74,8 @@ class APIServerConfig:
     tokens: TokenFile | None = None
     #: Requests without credentials are `system:anonymous` (upstream `--anonymous-auth`).
     anonymous: bool = True
+    #: Pod Security Admission's defaults and exemptions (privileged everywhere by default).
+    pod_security: PodSecurityConfig = field(default_factory=PodSecurityConfig)
     log_root: Path | None = None
     compact_every: float = _COMPACT_EVERY
     #: Take over the collector's full collections (see `_gc_loop`); for a server process.
@@ -112,6 +115,7 @@ class APIServer:
         self.rest = REST(self.store, self.cache, self.registry)
         self.authz = Authorizers(self.cache, self.registry)
         self.rest.admission.append(EscalationCheck(self.authz))
+        self.rest.admission.append(PodSecurity(self.config.pod_security, self.cache, self.registry))
         await self._ensure_namespaces()
         if self.authz.enabled:
             await reconcile_defaults(self.rest, self.cache, self.registry)

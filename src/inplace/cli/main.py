@@ -57,10 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
         "themselves, as upstream's kubelet does",
     )
 
+    up.add_argument(
+        "--admission-control-config-file",
+        type=Path,
+        default=None,
+        help="an AdmissionConfiguration (upstream's format) configuring PodSecurity defaults "
+        "and exemptions",
+    )
+
     apiserver = commands.add_parser("apiserver", help="run the API server (started by `up`)")
     apiserver.add_argument("--data-dir", type=Path, required=True)
     apiserver.add_argument("--host", default="127.0.0.1")
     apiserver.add_argument("--port", type=int, default=6443)
+    apiserver.add_argument("--admission-control-config-file", type=Path, default=None)
 
     from inplace.node.main import add_arguments
 
@@ -116,6 +125,7 @@ def _up(args: argparse.Namespace) -> int:
                 node_memory=args.node_memory,
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
+                admission_config=args.admission_control_config_file,
             )
         )
     except UpError as exc:
@@ -128,10 +138,18 @@ def _up(args: argparse.Namespace) -> int:
 def _apiserver(args: argparse.Namespace) -> int:
     from inplace.apiserver.auth import TokenFile
     from inplace.apiserver.nodemetrics import NodeMetricsProvider
+    from inplace.apiserver.podsecurity import ConfigError, PodSecurityConfig, load_admission_config
     from inplace.apiserver.server import APIServer, APIServerConfig
     from inplace.apiserver.tls import ensure_certificates
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    pod_security = PodSecurityConfig()
+    if args.admission_control_config_file is not None:
+        try:
+            pod_security = load_admission_config(args.admission_control_config_file)
+        except ConfigError as exc:
+            print(f"inplace apiserver: {exc}", file=sys.stderr)
+            return 1
     data = DataDir(args.data_dir.resolve())
     config = APIServerConfig(
         data_dir=data.apiserver,
@@ -141,6 +159,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         tokens=TokenFile(data.tokens),
         log_root=data.logs / "pods",
         tune_gc=True,
+        pod_security=pod_security,
     )
 
     async def serve() -> None:

@@ -359,8 +359,11 @@ async def run_up(
     node_memory: str | None = None,
     simulated_nodes: int = 0,
     scheduler: bool = True,
+    admission_config: Path | None = None,
 ) -> int:
     check_data_dir(data.root)
+    if admission_config is not None:
+        _check_admission_config(admission_config)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
     port = pick_port(host, port)
     started = time.monotonic()
@@ -382,6 +385,11 @@ async def run_up(
             host,
             "--port",
             str(port),
+            *(
+                ["--admission-control-config-file", str(admission_config.resolve())]
+                if admission_config is not None
+                else []
+            ),
         ],
     )
     await supervisor.start(apiserver)
@@ -436,6 +444,17 @@ async def run_up(
         if nodes > 0:
             remove_empty_cgroup_root(cgroup_root_of(data))
     return 0
+
+
+def _check_admission_config(path: Path) -> None:
+    """Refuse a bad admission configuration here, with its reason, rather than watch the API
+    server exit."""
+    from inplace.apiserver.podsecurity import ConfigError, load_admission_config
+
+    try:
+        load_admission_config(path)
+    except ConfigError as exc:
+        raise UpError(str(exc)) from None
 
 
 def remove_empty_cgroup_root(root: str) -> None:
