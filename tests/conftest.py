@@ -114,6 +114,20 @@ class Cluster:
                 self.process.wait()
         if clean and sig == signal.SIGTERM and self.process.poll() is not None:
             reap_cgroups(self.data_dir)
+            reap_mounts(self.data_dir)
+
+
+def reap_mounts(directory: Path) -> None:
+    """Lazily unmount whatever is mounted under ``directory`` (pod namespace pins and their
+    directory), deepest first: pods' sandboxes outlive their agent by design."""
+    prefix = str(directory.resolve())
+    points = [
+        line.split(" ")[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.split(" ")[4] == prefix or line.split(" ")[4].startswith(prefix + "/")
+    ]
+    for point in sorted(set(points), key=lambda p: -p.count("/")):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
 
 
 def reap_cgroups(data_dir: Path) -> None:

@@ -97,6 +97,13 @@ def test_no_token_is_anonymous_and_a_bad_token_is_401(raw: Raw) -> None:
     assert status == 401 and body["reason"] == "Unauthorized"
 
 
+def test_version_with_a_trailing_slash_needs_no_token(raw: Raw) -> None:
+    """What the kr8s client asks first; upstream's system:public-info-viewer allows both."""
+    for path in ("/version", "/version/"):
+        status, body = raw.call("GET", path, token=None)
+        assert status == 200 and body["major"] == "1", path
+
+
 def test_a_node_may_not_write_another_nodes_pod(raw: Raw) -> None:
     for name, node in (("on-a", "node-a"), ("on-b", "node-b")):
         pod = json.loads(json.dumps(POD))

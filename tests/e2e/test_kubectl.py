@@ -1,4 +1,4 @@
-"""Real kubectl (v1.32) against a real `inplace up`: what a user types, and what they see."""
+"""Real kubectl (v1.33) against a real `inplace up`: what a user types, and what they see."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import yaml
 
 from tests.conftest import Cluster
 from tests.e2e.manifests import EVERY_KIND
+from tests.poll import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -359,3 +360,86 @@ def test_imperative_creates_sent_as_protobuf(tour: Cluster) -> None:
     job = json.loads(tour.kubectl("get", "job", "once", "-n", "tour", "-o", "json").stdout)
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["true"]
     assert "imperative-low" in tour.kubectl("get", "priorityclasses", "-o", "name").stdout
+
+
+def test_a_kind_the_server_does_not_serve_is_no_match(tour: Cluster) -> None:
+    """kubectl validates a kind it finds in no /openapi/v3 document against /openapi/v2 (which
+    has no model for it), and then says what upstream's users see."""
+    widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n"
+    applied = tour.kubectl("apply", "-f", "-", input=widget, check=False)
+    assert applied.returncode == 1
+    assert 'no matches for kind "Widget" in version "example.com/v1"' in applied.stderr
+    assert "openapi" not in applied.stderr, applied.stderr
+    listed = tour.kubectl("get", "widgets", check=False)
+    assert listed.returncode == 1
+    assert 'the server doesn\'t have a resource type "widgets"' in listed.stderr
+
+
+def test_explain_reads_openapi_v2(tour: Cluster) -> None:
+    out = tour.kubectl(
+        "explain", "pods.spec.containers.resources", "--output=plaintext-openapiv2"
+    ).stdout
+    assert "ResourceRequirements describes the compute resource requirements." in out
+    assert "limits\t<map[string]string>" in out
+
+
+def test_a_body_over_the_limit_is_413(tour: Cluster) -> None:
+    huge = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "huge", "namespace": "tour", "annotations": {"blob": "x" * (5 << 20)}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    created = tour.kubectl("create", "-f", "-", input=json.dumps(huge), check=False)
+    assert created.returncode == 1
+    assert (
+        'Error from server (RequestEntityTooLarge): error when creating "STDIN": '
+        "Request entity too large: limit is 3145728"
+    ) in created.stderr
+    assert "NotFound" in tour.kubectl("get", "pod", "huge", "-n", "tour", check=False).stderr
+
+
+def diff_manifest(label: str | None = None) -> str:
+    """EVERY_KIND in a namespace (and cluster-scoped names) of its own, with nothing that
+    runs: what `kubectl diff` sees stays put once the controllers have had their say."""
+    text = EVERY_KIND.replace("tour", "diffing").replace("static-node", "diffing-node")
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    for obj in objects:
+        if obj["kind"] == "PriorityClass":  # the pod keeps the tour's (admission needs one)
+            obj["metadata"]["name"] = "diffing-high"
+        if obj["kind"] in ("Deployment", "ReplicaSet"):
+            obj["spec"]["replicas"] = 0
+        if obj["kind"] == "Job":
+            obj["spec"]["suspend"] = True
+        if label:
+            obj["metadata"].setdefault("labels", {})["diff"] = label
+    return yaml.safe_dump_all(objects)
+
+
+def test_diff_shows_changes_of_every_kind_and_writes_nothing(tour: Cluster) -> None:
+    manifest = diff_manifest()
+    kinds = len([o for o in yaml.safe_load_all(manifest) if o])
+    try:
+        # As upstream, a dry-run create needs its namespace to exist.
+        tour.kubectl("create", "namespace", "diffing")
+        new = tour.kubectl("diff", "-f", "-", input=manifest, check=False)
+        assert new.returncode == 1, new.stderr
+        assert new.stdout.count("diff -u -N ") == kinds
+        tour.kubectl("apply", "-f", "-", input=manifest)
+        # Controllers write status once after creation; after that nothing changes.
+        wait_until(
+            lambda: tour.kubectl("diff", "-f", "-", input=manifest, check=False).returncode == 0,
+            what="kubectl diff of the applied manifest exits 0",
+        )
+        changed = tour.kubectl("diff", "-f", "-", input=diff_manifest("changed"), check=False)
+        assert changed.returncode == 1, changed.stderr
+        assert changed.stdout.count("diff -u -N ") == kinds
+        assert changed.stdout.count("+    diff: changed") == kinds, changed.stdout
+        assert "-  resourceVersion" not in changed.stdout
+        live = json.loads(tour.kubectl("get", "-f", "-", "-o", "json", input=manifest).stdout)
+        assert len(live["items"]) == kinds
+        assert all("diff" not in (o["metadata"].get("labels") or {}) for o in live["items"])
+    finally:
+        tour.kubectl(
+            "delete", "-f", "-", "--wait=true", "--ignore-not-found", input=manifest, timeout=90
+        )

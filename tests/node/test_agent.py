@@ -32,7 +32,7 @@ from inplace.client import (
 )
 from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import CgroupResources, CgroupWriteError, NoneDriver
-from tests.conftest import InProcessServer
+from tests.conftest import InProcessServer, reap_mounts
 from tests.poll import await_until
 
 NODE = "n1"
@@ -97,6 +97,7 @@ async def harness(apiserver: InProcessServer, tmp_path: Path) -> AsyncIterator[H
                 os.killpg(pid, signal.SIGKILL)
         await admin.close()
         await node_client.close()
+        reap_mounts(tmp_path)
 
 
 async def get_node(h: Harness) -> dict[str, Any] | None:

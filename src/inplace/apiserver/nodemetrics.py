@@ -29,10 +29,31 @@ from typing import Any
 import aiohttp
 
 from inplace.api.timestamps import rfc3339
+from inplace.apiserver.errors import StatusError
+from inplace.apiserver.routing import RequestInfo
 
-__all__ = ["NodeMetricsProvider"]
+__all__ = ["MetricsProvider", "NodeMetricsProvider", "read_metrics"]
 
 NodeLister = Callable[[], Iterable[dict[str, Any]] | Awaitable[Iterable[dict[str, Any]]]]
+#: ``await provider(kind, namespace)``: the PodMetrics or NodeMetrics objects of that scope.
+MetricsProvider = Callable[[str, str | None], Awaitable[list[dict[str, Any]]]]
+
+
+async def read_metrics(provider: MetricsProvider | None, info: RequestInfo) -> dict[str, Any]:
+    """GET or LIST of a metrics.k8s.io kind, served from memory (the kinds are not stored).
+
+    Without a provider (an API server with no node agents) every list is empty.
+    """
+    kind = info.kind
+    if info.verb not in ("get", "list"):
+        raise StatusError(405, f"{info.verb} is not supported on {kind.plural}.{kind.group}")
+    items = await provider(kind.kind, info.namespace) if provider else []
+    if info.name is not None:
+        for item in items:
+            if item["metadata"]["name"] == info.name:
+                return item
+        raise StatusError(404, f'{kind.plural}.{kind.group} "{info.name}" not found')
+    return {"kind": kind.list_kind, "apiVersion": kind.api_version, "metadata": {}, "items": items}
 
 
 def _cpu(nano: int) -> str:

@@ -413,6 +413,9 @@ class REST:
             "UPDATE", kind, namespace, name, subresource, new, old, user, dry_run
         )
         if dry_run:
+            # As upstream's dry run: what would be written, at the version it was read at
+            # (`kubectl diff` shows no resourceVersion change for it).
+            meta["resourceVersion"] = str(entry.revision)
             return WriteResult(new, warnings=warnings)
         key = kind.storage_key(name, namespace)
         if (

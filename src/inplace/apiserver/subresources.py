@@ -1,15 +1,16 @@
-"""Pod and workload subresources beyond status and resize: binding, eviction, scale, log."""
+"""Pod and workload subresources beyond status and resize: binding, eviction, scale.
+
+HTTP-free like `rest.py`: each takes the decoded body and returns the object to answer with.
+(pods/log streams a file and lives in `logs.py`.)
+"""
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import os
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from inplace.api.kinds import Kind
+from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import REST
@@ -157,48 +158,27 @@ def scale_of(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def log_path(log_root: Path, pod: dict[str, Any], container: str, *, previous: bool) -> Path:
-    """Where the node agent writes a container's log: kubelet's /var/log/pods layout."""
-    meta = pod["metadata"]
-    directory = log_root / f"{meta['namespace']}_{meta['name']}_{meta['uid']}" / container
-    restarts = 0
-    for status in (pod.get("status", {}).get("containerStatuses") or []) + (
-        pod.get("status", {}).get("initContainerStatuses") or []
-    ):
-        if status.get("name") == container:
-            restarts = int(status.get("restartCount", 0))
-    index = restarts - 1 if previous else restarts
-    if index < 0:
-        raise bad_request(
-            f'previous terminated container "{container}" in pod "{meta["name"]}" not found'
+async def write_scale(
+    rest: REST, kind: Kind, namespace: str | None, name: str, body: Any, patch_type: str | None
+) -> dict[str, Any]:
+    """PUT or PATCH (`patch_type` given) of `scale`: only spec.replicas reaches the object."""
+    entry = await rest.get_entry(kind, namespace, name)
+    current = scale_of(kind, entry.value)
+    try:
+        if patch_type is None:
+            scale = body
+        elif patch_type == "json":
+            scale = apply_json_patch(current, body)
+        else:
+            scale = apply_merge_patch(current, body)
+    except PatchError as exc:
+        raise StatusError(422, str(exc)) from exc
+    replicas = (scale or {}).get("spec", {}).get("replicas")
+    if not isinstance(replicas, int) or replicas < 0:
+        raise StatusError(
+            422,
+            f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
+            f"{replicas!r}: must be greater than or equal to 0",
         )
-    return directory / f"{index}.log"
-
-
-async def follow_file(
-    path: Path, *, tail: int | None, follow: bool, still_running: Any
-) -> AsyncIterator[bytes]:
-    """Yield the file's lines (the last `tail` if given), then new ones while `follow`."""
-
-    def read_initial() -> tuple[bytes, int]:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        return data, len(data)
-
-    data, offset = await asyncio.to_thread(read_initial)
-    if tail is not None:
-        lines = data.splitlines(keepends=True)
-        data = b"".join(lines[-tail:]) if tail > 0 else b""
-    if data:
-        yield data
-    while follow:
-        await asyncio.sleep(0.2)
-        size = os.stat(path).st_size
-        if size > offset:
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read(size - offset)
-            offset = size
-            yield chunk
-        elif not await still_running():
-            return
+    result = await rest.patch(kind, namespace, name, {"spec": {"replicas": replicas}}, "merge")
+    return scale_of(kind, result.obj)

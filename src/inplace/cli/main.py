@@ -160,6 +160,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         log_root=data.logs / "pods",
         tune_gc=True,
         pod_security=pod_security,
+        protected_host_paths=(str(data.root),),
     )
 
     async def serve() -> None:

@@ -281,6 +281,8 @@ def node_components(
                     str(data.logs / "pods"),
                     "--cgroup-root",
                     cgroup_root,
+                    "--hide-path",
+                    str(data.root),
                     # With no arbitrating scheduler the agent approves resizes itself,
                     # as upstream's kubelet does.
                     *(["--admit-without-scheduler"] if admit_without_scheduler else []),

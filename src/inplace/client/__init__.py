@@ -12,6 +12,7 @@ Public surface (the submodules are implementation detail):
 """
 
 from .api import (
+    CONFIGMAPS,
     DEPLOYMENTS,
     EVENTS,
     JOBS,
@@ -19,11 +20,15 @@ from .api import (
     NAMESPACES,
     NODEMETRICS,
     NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
     PODDISRUPTIONBUDGETS,
     PODMETRICS,
     PODS,
     PRIORITYCLASSES,
     REPLICASETS,
+    SECRETS,
+    STORAGECLASSES,
     VERTICALPODAUTOSCALERS,
     Client,
     PatchType,
@@ -63,6 +68,7 @@ from .workqueue import (
 )
 
 __all__ = [
+    "CONFIGMAPS",
     "DEPLOYMENTS",
     "EVENTS",
     "JOBS",
@@ -70,11 +76,15 @@ __all__ = [
     "NAMESPACES",
     "NODEMETRICS",
     "NODES",
+    "PERSISTENTVOLUMECLAIMS",
+    "PERSISTENTVOLUMES",
     "PODDISRUPTIONBUDGETS",
     "PODMETRICS",
     "PODS",
     "PRIORITYCLASSES",
     "REPLICASETS",
+    "SECRETS",
+    "STORAGECLASSES",
     "VERTICALPODAUTOSCALERS",
     "APIAlreadyExistsError",
     "APIBadRequestError",

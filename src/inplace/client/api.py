@@ -37,6 +37,7 @@ from .config import ClusterConfig
 from .errors import APIConnectionError, APIError, APIGoneError, error_from_status
 
 __all__ = [
+    "CONFIGMAPS",
     "DEPLOYMENTS",
     "EVENTS",
     "JOBS",
@@ -44,11 +45,15 @@ __all__ = [
     "NAMESPACES",
     "NODEMETRICS",
     "NODES",
+    "PERSISTENTVOLUMECLAIMS",
+    "PERSISTENTVOLUMES",
     "PODDISRUPTIONBUDGETS",
     "PODMETRICS",
     "PODS",
     "PRIORITYCLASSES",
     "REPLICASETS",
+    "SECRETS",
+    "STORAGECLASSES",
     "VERTICALPODAUTOSCALERS",
     "Client",
     "PatchType",
@@ -133,6 +138,11 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 REPLICASETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
 JOBS = Resource("batch", "v1", "jobs", True, "Job")
 PODDISRUPTIONBUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
+CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", True, "Secret")
+PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
+PERSISTENTVOLUMECLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
+STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"

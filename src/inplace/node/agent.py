@@ -51,8 +51,11 @@ from .registration import KUBELET_VERSION, RUNTIME_VERSION, NodeRegistration
 from .resize import Resizer
 from .restore import restore
 from .runtime import ProcessRuntime
+from .sandbox import NoSandboxes, PodSandboxes, SandboxError
 from .stats import ContainerRef, StatsServer, UsageSampler
 from .status import StatusWriter, status_patch
+from .volumes.manager import VolumeManager
+from .volumes.objects import APIClaims, WatchedObjects
 from .worker import TERMINAL, PodWorker, UsageSource, WorkloadRuntime, pod_meta
 
 __all__ = [
@@ -122,6 +125,14 @@ class NodeAgent:
         self.driver = driver
         self._own_actions = actions is None
         self._client_actions = ClientActions(client, config.node_name)
+        self.objects = WatchedObjects(client, self._objects_changed)
+        volumes = VolumeManager(
+            config.data_dir,
+            self.objects,
+            APIClaims(client),
+            node_memory=config.memory_bytes,
+            node_cpu_milli=config.cpu_milli,
+        )
         self.ctx = NodeContext(
             config=config,
             driver=driver,
@@ -130,6 +141,9 @@ class NodeAgent:
             checkpoints=CheckpointStore(config.data_dir / "checkpoints"),
             queue=WorkQueue(name=f"node-{config.node_name}"),
             paths=NodePaths(config),
+            sandboxes=PodSandboxes(config, volumes)
+            if runtime is None
+            else NoSandboxes(config, volumes),
         )
         self.ledger = Ledger(self.ctx)
         self.pause = MemoryPause(self.ctx)
@@ -210,6 +224,7 @@ class NodeAgent:
             for task in tasks:
                 task.cancel()
             await self._client_actions.close()
+            await self.objects.close()
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -218,6 +233,8 @@ class NodeAgent:
             if not self.workers:  # nothing runs here: leave no empty node cgroup behind
                 with contextlib.suppress(CgroupError, OSError):
                     await asyncio.to_thread(self.driver.remove, node_path)
+                with contextlib.suppress(SandboxError, OSError):
+                    await self.ctx.sandboxes.release()
 
     def mine(self, pod: Mapping[str, Any] | None) -> bool:
         return pod is not None and (pod.get("spec") or {}).get("nodeName") == self.config.node_name
@@ -233,6 +250,12 @@ class NodeAgent:
     def _on_delete(self, pod: dict[str, Any]) -> None:
         if self.mine(pod):
             self.queue.add(key_of(pod))
+
+    def _objects_changed(self, namespace: str) -> None:
+        """A ConfigMap or Secret a volume projects changed: rewrite that namespace's pods."""
+        for w in list(self.workers.values()):
+            if w.namespace == namespace:
+                self.queue.add(w.key)
 
     async def restore(self) -> None:
         """Re-adopt the pods of the checkpoints (before any pod is reconciled)."""
@@ -305,6 +328,8 @@ class NodeAgent:
         try:
             requeue = await self.resizer.resize(w)
             await self.status.sync(w)
+            for error in await self.ctx.sandboxes.refresh(w.pod):
+                self.ctx.event(w, "FailedMount", str(error), warning=True)
         finally:
             # Events go out after the status write: they are informational, and posting them
             # first would put two API calls ahead of the status on the resize latency path.
@@ -348,6 +373,7 @@ class NodeAgent:
         if not w.stopping:
             await self.lifecycle.stop(w, grace=grace)
             self.ctx.remove_worker(w)
+            self.objects.keep_only({x.namespace for x in self.workers.values()})
             self.ledger.retry_deferred()
         if confirm:
             await self.ctx.actions.confirm_deletion(w)

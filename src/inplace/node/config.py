@@ -35,5 +35,8 @@ class AgentConfig:
     usage_every: float = 5.0
     usage_history: float = 900.0
     workers: int = 16
+    hidden_paths: tuple[Path, ...] = ()
+    """Directories pods never see besides ``data_dir`` (``inplace up``: the cluster's data
+    dir, with its keys and tokens): emptied in every pod's mount namespace."""
     labels: dict[str, str] = field(default_factory=dict)
     """Extra Node labels (e.g. ``inplace.dev/simulated``)."""

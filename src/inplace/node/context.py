@@ -1,5 +1,5 @@
 """What every part of a node agent shares: its settings, cgroups, runtime, actions,
-checkpoints, cgroup paths, its pod workers and its work queue.
+checkpoints, cgroup paths, sandboxes, its pod workers and its work queue.
 
 The parts (:mod:`.lifecycle`, :mod:`.resize`, :mod:`.pause`, :mod:`.ledger`,
 :mod:`.status`, :mod:`.restore`) each take the one :class:`NodeContext` of their agent
@@ -16,6 +16,7 @@ from .actions import NodeActions, PodRef
 from .cgroups.base import CgroupDriver
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
+from .sandbox import PodSandboxes
 from .worker import PodWorker, WorkloadRuntime
 
 __all__ = ["NodeContext", "NodePaths"]
@@ -57,6 +58,8 @@ class NodeContext:
     checkpoints: CheckpointStore
     queue: WorkQueue[str]
     paths: NodePaths
+    sandboxes: PodSandboxes
+    """The pods' mount namespaces, volumes and launches (:mod:`.sandbox`)."""
     workers: dict[str, PodWorker] = field(default_factory=dict)
     """uid → worker."""
     by_key: dict[str, str] = field(default_factory=dict)

@@ -6,8 +6,11 @@ supervisor task per container: start it in its cgroup, wait for it, restart it p
 pod's ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min, reset after 10 min
 of running). When the app containers are done for good the sidecars are stopped, last
 started first. Whenever a container's state changes the worker is checkpointed and its
-pod's key enqueued, so the status follows. Terminating stops every container (SIGTERM,
-grace, SIGKILL) and removes the pod's cgroup and checkpoint.
+pod's key enqueued, so the status follows. Before the first container, the pod's sandbox
+(volumes, mount namespace: :mod:`.sandbox`) is set up, retried while a volume cannot be yet;
+each container starts with its launch (user, capabilities, seccomp: :mod:`.security`), or
+waits as ``CreateContainerConfigError``. Terminating stops every container (SIGTERM, grace,
+SIGKILL) and removes the pod's cgroup, sandbox and checkpoint.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
+from inplace.api.backoff import Backoff
+
 from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
 from .ledger import Ledger
 from .model import container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
 from .runtime import ProcessSpec, ProcessStartError, RunningProcess
+from .sandbox import SandboxError
+from .security import ConfigError
+from .volumes.manager import VolumeError
 from .worker import PodWorker
 
 __all__ = ["Lifecycle"]
@@ -34,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: How soon a pod whose containers could not be created is tried again.
 CREATE_RETRY: Final = 1.0
+#: Back-off of a pod whose volumes or container configuration cannot be set up yet.
+SANDBOX_RETRY: Final = Backoff(1.0, 30.0)
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -55,6 +65,8 @@ class Lifecycle:
             pod_cg = pod_cgroup(w.pod, w.allocated)
             async with w.cg_lock:
                 await asyncio.to_thread(self._ensure_cgroup, ctx.paths.pod(w.uid), pod_cg)
+            if not await self._prepare_sandbox(w, pod_cg.memory_limit_bytes):
+                return
             init = list(w.spec.get("initContainers") or ())
             policy = w.spec.get("restartPolicy", "Always")
             sidecars: list[asyncio.Task[None]] = []
@@ -115,6 +127,47 @@ class Lifecycle:
         self.ctx.notify(w)
         if not w.stopping and not any(cs.state == "running" for cs in w.containers.values()):
             asyncio.get_running_loop().call_later(CREATE_RETRY, self._retry, w)
+
+    async def _prepare_sandbox(self, w: PodWorker, pod_memory_limit: int | None) -> bool:
+        """Set up the pod's volumes and mount namespace, retrying with back-off while a
+        volume cannot be set up yet (a missing ConfigMap, an unbound claim), as kubelet does
+        (``FailedMount``); False when the pod cannot run here at all."""
+        delay: float | None = None
+        last = ""
+        while not w.stopping:
+            try:
+                await self.ctx.sandboxes.prepare(
+                    w.pod, pod_memory_limit=pod_memory_limit, env_of=self._env_of(w)
+                )
+                if last:
+                    self._set_waiting(w, "ContainerCreating", "")
+                return True
+            except (VolumeError, SandboxError) as exc:
+                reason = "FailedMount" if isinstance(exc, VolumeError) else "FailedCreatePodSandBox"
+                message = str(exc)
+                self._set_waiting(w, "ContainerCreating", "")
+            except ConfigError as exc:
+                reason, message = "Failed", f"Error: {exc}"
+                self._set_waiting(w, "CreateContainerConfigError", str(exc))
+            if message != last:
+                self.ctx.event(w, reason, message, warning=True)
+                log.info("pod %s: %s", w.key, message)
+                last = message
+            self.ctx.notify(w)
+            delay = SANDBOX_RETRY.next(delay)
+            await asyncio.sleep(delay)
+        return False
+
+    def _set_waiting(self, w: PodWorker, reason: str, message: str) -> None:
+        for cs in w.containers.values():
+            if cs.state == "waiting":
+                cs.reason, cs.message = reason, message
+
+    def _env_of(self, w: PodWorker) -> dict[str, dict[str, str]]:
+        return {
+            c["name"]: self._container_env(w, c)
+            for c in [*(w.spec.get("initContainers") or ()), *(w.spec.get("containers") or ())]
+        }
 
     def _retry(self, w: PodWorker) -> None:
         if not w.stopping and self.ctx.workers.get(w.uid) is w:
@@ -252,13 +305,18 @@ class Lifecycle:
                 w.actual[name] = alloc
                 if wants_memory_pause(w):
                     self.pause.arm(w, name)
+            env = self._container_env(w, c)
+            launch = await self._launch(w, c, env)
+            if launch is None:
+                return None
             proc = await ctx.runtime.start(
                 ProcessSpec(
                     command=[str(x) for x in command],
-                    env=self._container_env(w, c),
-                    working_dir=c.get("workingDir") or None,
+                    env=env,
+                    working_dir=c.get("workingDir") or "/",
                     log_path=log_path,
                     cgroup_path=path,
+                    launch=launch or None,
                 )
             )
         except (ProcessStartError, CgroupError, OSError) as exc:
@@ -284,6 +342,29 @@ class Lifecycle:
             w.started[name].set()
         return proc
 
+    async def _launch(
+        self, w: PodWorker, c: Mapping[str, Any], env: Mapping[str, str]
+    ) -> dict[str, Any] | None:
+        """The container's launch; while its configuration cannot be honoured it waits as
+        ``CreateContainerConfigError`` (upstream's reason and message) and is retried with
+        back-off, as kubelet retries it; None once the pod is stopping."""
+        delay: float | None = None
+        cs = w.containers[c["name"]]
+        last = ""
+        while not w.stopping:
+            try:
+                return self.ctx.sandboxes.launch(w.pod, c, env)
+            except ConfigError as exc:
+                message = str(exc)
+            cs.state, cs.reason, cs.message = "waiting", "CreateContainerConfigError", message
+            if message != last:
+                self.ctx.event(w, "Failed", f"Error: {message}", warning=True)
+                last = message
+            self.ctx.notify(w)
+            delay = SANDBOX_RETRY.next(delay)
+            await asyncio.sleep(delay)
+        return None
+
     # -- the end -----------------------------------------------------------------------------
 
     async def stop(self, w: PodWorker, *, grace: float) -> None:
@@ -301,7 +382,14 @@ class Lifecycle:
                 log.warning("stopping a container of %s: %s", w.key, result)
         self.pause.disarm(w)
         await self.remove_cgroup(w.uid)
+        await self.remove_sandbox(w.uid)
         self.ctx.checkpoints.remove(w.uid)
+
+    async def remove_sandbox(self, uid: str) -> None:
+        try:
+            await self.ctx.sandboxes.teardown(uid)
+        except (SandboxError, OSError) as exc:
+            log.warning("could not remove the sandbox of pod %s: %s", uid, exc)
 
     async def remove_cgroup(self, uid: str) -> None:
         path = self.ctx.paths.pod(uid)

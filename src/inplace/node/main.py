@@ -75,6 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="container logs root (kubelet's /var/log/pods layout; default: DATA_DIR/logs/pods)",
     )
     parser.add_argument(
+        "--hide-path",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a directory pods never see (emptied in their mount namespace; repeatable; "
+        "the data dir always is)",
+    )
+    parser.add_argument(
         "--cgroup-root",
         default="inplace",
         help="cgroup subtree of this agent's nodes (default: inplace)",
@@ -124,6 +133,7 @@ def config_from_args(args: argparse.Namespace) -> AgentConfig:
         admit_without_scheduler=args.admit_without_scheduler,
         http_port=args.port,
         usage_every=args.usage_interval,
+        hidden_paths=tuple(p.expanduser().resolve() for p in args.hide_path),
     )
 
 

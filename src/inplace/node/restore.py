@@ -96,4 +96,5 @@ async def _reap_orphan(ctx: NodeContext, lifecycle: Lifecycle, cp: PodCheckpoint
             if proc is not None:
                 await ctx.runtime.stop(proc, grace_period=0)
     await lifecycle.remove_cgroup(cp.uid)
+    await lifecycle.remove_sandbox(cp.uid)
     ctx.checkpoints.remove(cp.uid)

@@ -58,8 +58,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -68,6 +70,7 @@ from .cgroups.base import CgroupDriver, CgroupError
 
 __all__ = [
     "EXIT_SUFFIX",
+    "LAUNCH_SUFFIX",
     "SHIM_SOURCE",
     "STATE_SUFFIX",
     "ExitStatus",
@@ -75,9 +78,13 @@ __all__ = [
     "ProcessSpec",
     "ProcessStartError",
     "RunningProcess",
+    "enter_command",
     "format_cri_log",
 ]
 
+LAUNCH_SUFFIX = ".launch.json"
+"""Written by the agent next to the log: how the container enters its sandbox (also read by
+:func:`enter_command`)."""
 EXIT_SUFFIX = ".exit.json"
 """Written by the shim next to the log when the workload ends."""
 STATE_SUFFIX = ".state.json"
@@ -92,111 +99,12 @@ _START_TIME_TOLERANCE = 0.01
 _HANDSHAKE_TIMEOUT = 30.0
 _POLL_INTERVAL = 0.05
 
-SHIM_SOURCE = r"""
-import json, os, signal, sys, time
-
-def write_status(path, status):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(status, f)
-    os.replace(tmp, path)
-
-def main():
-    go_fd, report_fd = int(sys.argv[1]), int(sys.argv[2])
-    exit_path, argv = sys.argv[3], sys.argv[4:]
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(s, signal.SIG_IGN)
-    if os.read(go_fd, 2) != b"go":  # the agent died before we were in the cgroup
-        os._exit(125)
-    adj = "/proc/self/oom_score_adj"
-    old_adj = None
-    try:
-        with open(adj) as f:
-            saved = f.read().strip()
-        with open(adj, "w") as f:
-            f.write("-1000")
-        old_adj = saved
-    except OSError:
-        pass
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 127
-        try:
-            os.setpgid(0, 0)
-            os.close(err_r)
-            os.close(go_fd)
-            os.close(report_fd)
-            for s in signal.valid_signals():
-                if s not in (signal.SIGKILL, signal.SIGSTOP):
-                    try:
-                        signal.signal(s, signal.SIG_DFL)
-                    except (OSError, ValueError):
-                        pass
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
-            if old_adj is not None:
-                with open(adj, "w") as f:
-                    f.write(old_adj)
-            os.execvp(argv[0], argv)
-        except BaseException as e:
-            code = 126 if isinstance(e, PermissionError) else 127
-            try:
-                os.write(err_w, ("%d %s: %s" % (code, argv[0] if argv else "", e)).encode())
-            except BaseException:
-                pass
-        os._exit(code)
-    os.close(err_w)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    err = b""
-    while True:
-        chunk = os.read(err_r, 4096)
-        if not chunk:
-            break
-        err += chunk
-    os.close(err_r)
-    if err:
-        os.waitpid(pid, 0)
-        code, _, message = err.decode(errors="replace").partition(" ")
-        write_status(exit_path, {"pid": pid, "exit_code": int(code), "signal": None,
-                                 "finished_at": time.time(), "error": message})
-        try:
-            os.write(report_fd, ("error " + err.decode(errors="replace")).encode())
-        except OSError:
-            pass
-        os._exit(0)
-    try:
-        os.write(report_fd, ("pid %d" % pid).encode())
-        os.close(report_fd)
-    except OSError:  # the agent gave up on this start: nobody will track the workload
-        os.killpg(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os._exit(125)
-    while os.read(go_fd, 64):  # until the agent acks (closes) or dies
-        pass
-    os.close(go_fd)
-    try:  # wait without reaping, so the pid cannot be reused while we kill its group
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:
-        pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    _, st = os.waitpid(pid, 0)
-    sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else None
-    code = 128 + sig if sig is not None else os.WEXITSTATUS(st)
-    write_status(exit_path, {"pid": pid, "exit_code": code, "signal": sig,
-                             "finished_at": time.time()})
-
-main()
-"""
-"""The per-container supervisor, run by the agent as ``python3 -I -S -c SHIM_SOURCE go_fd
-report_fd exit_path command...``. Protocol: agent → ``go`` on go_fd (after the cgroup move);
-shim → ``pid N`` or ``error CODE MSG`` on report_fd then closes it; agent closes go_fd (ack,
-after reading the workload's start time); shim waits, then writes exit_path."""
+SHIM_SOURCE = Path(__file__).with_name("shim.py").read_text()
+"""The per-container supervisor (:mod:`inplace.node.shim`), run by the agent as ``python3 -I
+-S -c SHIM_SOURCE shim go_fd report_fd exit_path launch_path|- command...``. Protocol: agent →
+``go`` on go_fd (after the cgroup move); shim → ``pid N`` or ``error CODE MSG`` on report_fd
+then closes it; agent closes go_fd (ack, after reading the workload's start time); shim waits,
+then writes exit_path. The workload enters its sandbox (the launch file) before ``execve``."""
 
 
 class ProcessStartError(RuntimeError):
@@ -219,6 +127,10 @@ class ProcessSpec:
     working_dir: str | None
     log_path: str
     cgroup_path: str
+    launch: Mapping[str, Any] | None = None
+    """How the workload enters its sandbox (:meth:`inplace.node.sandbox.PodSandboxes.launch`):
+    namespace, user, capabilities, seccomp filter, working directory. None: run as the agent,
+    in ``working_dir``."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +202,10 @@ class ProcessRuntime:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stale)
         oom_base = await asyncio.to_thread(self._oom_kills, spec.cgroup_path)
+        launch_path = "-"
+        if spec.launch is not None:
+            launch_path = spec.log_path + LAUNCH_SUFFIX
+            _write_json_atomic(launch_path, dict(spec.launch), mode=0o600)
 
         log_fd = os.open(
             spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
@@ -304,15 +220,17 @@ class ProcessRuntime:
                     "-S",
                     "-c",
                     SHIM_SOURCE,
+                    "shim",
                     str(go_r),
                     str(report_w),
                     exit_path,
+                    launch_path,
                     *spec.command,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=log_fd,
-                cwd=spec.working_dir,
+                cwd="/" if spec.launch is not None else spec.working_dir,
                 env=dict(spec.env),
                 start_new_session=True,
                 pass_fds=(go_r, report_w),
@@ -339,6 +257,8 @@ class ProcessRuntime:
             if words[0] == "error" and len(words) >= 2:
                 code = int(words[1])
                 message = words[2] if len(words) > 2 else ""
+                if code == 128:  # entering the sandbox failed, before any exec
+                    raise ProcessStartError(message, exit_code=code)
                 raise ProcessStartError(f"exec failed: {message}", exit_code=code)
             if words[0] != "pid" or len(words) != 2:
                 raise ProcessStartError(
@@ -631,8 +551,26 @@ def _exit_record_for(log_path: str, pid: int) -> dict[str, Any] | None:
     return record
 
 
-def _write_json_atomic(path: str, value: dict[str, Any]) -> None:
+def _write_json_atomic(path: str, value: dict[str, Any], *, mode: int = 0o644) -> None:
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w") as fh:
         json.dump(value, fh)
     os.replace(tmp, path)
+
+
+def enter_command(proc: RunningProcess, argv: Sequence[str]) -> list[str]:
+    """The command line that runs ``argv`` inside ``proc``'s container: its pod's mount
+    namespace, its user and groups, capabilities, no_new_privs, seccomp filter, working
+    directory and environment (what ``kubectl exec`` runs). The caller puts the process in
+    the container's cgroup and wires its stdio."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        SHIM_SOURCE,
+        "exec",
+        proc.log_path + LAUNCH_SUFFIX,
+        *argv,
+    ]

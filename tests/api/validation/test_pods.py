@@ -13,6 +13,7 @@ from inplace.api.validation import (
     validate_status_update,
     validate_update,
 )
+from inplace.api.validation.pods import set_protected_host_paths
 from tests.api.validation.builders import (
     DNS_LABEL_MSG,
     DNS_SUBDOMAIN_MSG,
@@ -149,6 +150,37 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
         ],
     ),
     (
+        "volumeMount naming no volume",
+        POD,
+        lambda: pod(container() | {"volumeMounts": [{"name": "data", "mountPath": "/data"}]}),
+        ['spec.containers[0].volumeMounts[0].name: Not found: "data"'],
+    ),
+    (
+        "subPath and subPathExpr descend (upstream reports them at volumeMounts.subPath)",
+        POD,
+        lambda: pod(
+            container()
+            | {
+                "volumeMounts": [
+                    {"name": "v", "mountPath": "/a", "subPath": "../etc"},
+                    {"name": "v", "mountPath": "/b", "subPath": "/abs"},
+                    {"name": "v", "mountPath": "/c", "subPath": "x", "subPathExpr": "$(X)/.."},
+                ]
+            },
+            volumes=[{"name": "v", "emptyDir": {}}],
+        ),
+        [
+            'spec.containers[0].volumeMounts.subPath: Invalid value: "../etc": must not '
+            "contain '..'",
+            'spec.containers[0].volumeMounts.subPath: Invalid value: "/abs": must be a relative '
+            "path",
+            'spec.containers[0].volumeMounts[2].subPathExpr: Invalid value: "$(X)/..": subPathExpr '
+            "and subPath are mutually exclusive",
+            'spec.containers[0].volumeMounts.subPathExpr: Invalid value: "$(X)/..": must not '
+            "contain '..'",
+        ],
+    ),
+    (
         "node name",
         POD,
         lambda: pod(nodeName="Node_1"),
@@ -273,3 +305,25 @@ def test_pod_status_update() -> None:
         "status.nodeName: Forbidden: may not be changed directly",
         'status.qosClass: Invalid value: "Burstable": field is immutable',
     ]
+
+
+def test_host_path_under_the_cluster_data_dir_is_refused() -> None:
+    set_protected_host_paths(("/var/lib/inplace",))
+    try:
+        for path, refused in (
+            ("/var/lib/inplace", True),
+            ("/var/lib/inplace/pki/", True),
+            ("/var/lib/inplace/../inplace/store", True),
+            ("/var/lib/inplace-other", False),
+            ("/var/lib", False),
+        ):
+            built = pod(volumes=[{"name": "h", "hostPath": {"path": path, "type": ""}}])
+            if refused:
+                assert create_messages(POD, built) == [
+                    f'spec.volumes[0].hostPath.path: Invalid value: "{path}": must not be the '
+                    "cluster's data directory /var/lib/inplace or lie under it"
+                ], path
+            else:
+                validate_create(POD, built)
+    finally:
+        set_protected_host_paths(())

@@ -27,7 +27,8 @@ Everything is deterministic: the same registry gives the same bytes and hashes o
 `openapi_v3_bytes` / `openapi_v3_index_bytes` cache the serialized documents per registry.
 
 The package is cut along those lines: `components`, `parameters`, `operations` and `documents`
-(the documents, their bytes and hashes, cached).
+(the documents, their bytes and hashes, cached). `v2` converts them into the one Swagger 2.0
+document of `/openapi/v2`, and `v2_protobuf` encodes that in gnostic's protobuf.
 """
 
 from __future__ import annotations

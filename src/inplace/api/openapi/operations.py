@@ -31,6 +31,7 @@ from inplace.api.openapi.parameters import (
     param,
     parameters_named,
 )
+from inplace.api.patchmeta import schema_for_kind
 
 # --- operations ---------------------------------------------------------------------------
 
@@ -98,6 +99,15 @@ def group_words(kind: Kind) -> tuple[str, str]:
     camel = "".join(p[:1].upper() + p[1:] for p in parts)
     version = kind.version[:1].upper() + kind.version[1:]
     return f"{camel}{version}", f"{camel[:1].lower()}{camel[1:]}_{kind.version}"
+
+
+def patch_types_of(kind: Kind) -> tuple[str, ...]:
+    """The patch media types the server takes for `kind`: no strategic merge patch for a kind
+    without a client model (a custom resource), which the server answers with 415 as upstream
+    does. The PATCH operation must not offer it, or kubectl computes one and sends it."""
+    if schema_for_kind(kind) is None:
+        return tuple(t for t in PATCH_TYPES if t != "application/strategic-merge-patch+json")
+    return PATCH_TYPES
 
 
 def path_prefix(group: str, version: str) -> str:
@@ -185,7 +195,14 @@ def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
         }
 
     one = _read_write_operations(
-        verbs, f"{infix}{ns}{kind.kind}", f"the specified {kind.kind}", tag, gvk, obj, components
+        verbs,
+        f"{infix}{ns}{kind.kind}",
+        f"the specified {kind.kind}",
+        tag,
+        gvk,
+        obj,
+        components,
+        patch_types_of(kind),
     )
     if "delete" in verbs:
         components.add_model("V1DeleteOptions")
@@ -279,6 +296,7 @@ def _subresource(
         sub_gvk,
         target,
         components,
+        patch_types_of(kind),
     )
 
 
@@ -290,6 +308,7 @@ def _read_write_operations(
     gvk: dict[str, str],
     target: str,
     components: Components,
+    patch_types: tuple[str, ...],
 ) -> dict[str, Any]:
     """get/put/patch on one object or one subresource; `operation` is the operationId's
     suffix ("CoreV1NamespacedPod"), `what` ends the description ("the specified Pod")."""
@@ -319,6 +338,6 @@ def _read_write_operations(
             gvk,
             build_responses(target, (200, 201)),
             params=PATCH_PARAMS,
-            body=_body(PATCH, PATCH_TYPES),
+            body=_body(PATCH, patch_types),
         )
     return ops

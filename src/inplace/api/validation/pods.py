@@ -7,6 +7,7 @@ Upstream ``ValidatePodSpec``, ``ValidatePodTemplateSpec``, ``ValidatePodCreate``
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -158,6 +159,46 @@ def _validate_string_list(errs: list[FieldError], value: object, path: str) -> N
         as_str(errs, item, index_path(path, i))
 
 
+def _validate_local_descending_path(errs: list[FieldError], value: str, path: str) -> None:
+    """Upstream's ``validateLocalDescendingPath``: relative, and no ``..`` element."""
+    if value.startswith("/"):
+        errs.append(invalid(path, value, "must be a relative path"))
+    if ".." in value.replace("\\", "/").split("/"):
+        errs.append(invalid(path, value, "must not contain '..'"))
+
+
+_protected_host_paths: tuple[str, ...] = ()
+
+
+def set_protected_host_paths(paths: tuple[str, ...]) -> None:
+    """Directories no hostPath volume may name or lie under: the cluster's own data dir
+    (its keys, tokens and store). The API server sets them at start."""
+    global _protected_host_paths
+    _protected_host_paths = tuple(os.path.normpath(p) for p in paths)
+
+
+def _validate_host_path(errs: list[FieldError], volume: Mapping[str, Any], path: str) -> None:
+    body = volume.get("hostPath")
+    if body is None:
+        return
+    body = as_map(errs, body, child_path(path, "hostPath"))
+    host_path = child_path(child_path(path, "hostPath"), "path")
+    value = as_str(errs, body.get("path"), host_path)
+    if not value:
+        errs.append(required(host_path))
+        return
+    normalized = os.path.normpath(value)
+    for protected in _protected_host_paths:
+        if normalized == protected or normalized.startswith(protected.rstrip("/") + "/"):
+            errs.append(
+                invalid(
+                    host_path,
+                    value,
+                    f"must not be the cluster's data directory {protected} or lie under it",
+                )
+            )
+
+
 def _validate_container_common(
     errs: list[FieldError],
     container: Mapping[str, Any],
@@ -204,6 +245,21 @@ def _validate_container_common(
         if mount_path in mount_points:
             errs.append(invalid(child_path(idx, "mountPath"), mount_path, "must be unique"))
         mount_points.add(mount_path)
+        # Upstream reports these at `volumeMounts.subPath` (its fldPath, not the index).
+        sub_path = as_str(errs, mount.get("subPath"), child_path(idx, "subPath"))
+        if sub_path:
+            _validate_local_descending_path(errs, sub_path, child_path(mounts_path, "subPath"))
+        expr = as_str(errs, mount.get("subPathExpr"), child_path(idx, "subPathExpr"))
+        if expr:
+            if sub_path:
+                errs.append(
+                    invalid(
+                        child_path(idx, "subPathExpr"),
+                        expr,
+                        "subPathExpr and subPath are mutually exclusive",
+                    )
+                )
+            _validate_local_descending_path(errs, expr, child_path(mounts_path, "subPathExpr"))
     pull_path = child_path(path, "imagePullPolicy")
     pull = as_str(errs, container.get("imagePullPolicy"), pull_path)
     if not pull:
@@ -365,6 +421,7 @@ def _validate_pod_spec(errs: list[FieldError], value: object, path: str) -> Mapp
         if name in volumes:
             errs.append(duplicate(name_path, name))
         volumes.add(name)
+        _validate_host_path(errs, volume, index_path(volumes_path, i))
     restart_path = child_path(path, "restartPolicy")
     restart = as_str(errs, spec.get("restartPolicy"), restart_path)
     _validate_containers(errs, spec, path, restart_policy=restart, volumes=volumes)

@@ -1,0 +1,219 @@
+"""A pod's sandbox: its own mount namespace, its volumes in it, and how a container enters.
+
+Pods run host programs as host processes in their cgroups; what the sandbox adds is the
+filesystem view. The first time a pod starts, the volume manager puts its volumes on the host
+(:mod:`.volumes.manager`), then the shim's ``sandbox`` mode (:mod:`.shim`) builds a mount
+namespace whose root is a tmpfs showing the host's ``/``, with the cluster's data directory
+emptied and each volume mounted at the path the manifest names, and pins it at
+``<data-dir>/sandboxes/<uid>`` (a bind mount of its ``/proc/PID/ns/mnt``, as ``ip netns``
+does). The pin keeps the namespace alive without any process, so it survives a SIGKILL of
+the agent; the next agent finds it by that path. When the pod goes, the pin is unmounted
+(the kernel frees the namespace with its last process) and the pod's directory removed.
+
+Every container of the pod joins that namespace before ``execve``, as the user and with the
+privileges :mod:`.security` resolved (the *launch*, a JSON file next to the container's log,
+which ``kubectl exec`` reuses through :func:`inplace.node.runtime.enter_command`).
+
+A node agent that is not root cannot create namespaces: its pods run in the host's mount
+namespace, and a pod with volumes or another user is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import AgentConfig
+from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
+from .security import ConfigError, ContainerSecurity, HostUsers, UserDatabase, resolve_security
+from .shim import current_bounding_set
+from .volumes.manager import VolumeError, VolumeManager, container_mounts, resolve_subpaths
+
+__all__ = ["SHIM_PATH", "PodSandboxes", "SandboxError", "run_shim_tool"]
+
+SHIM_PATH = Path(__file__).with_name("shim.py")
+
+
+class SandboxError(Exception):
+    """The pod's sandbox cannot be built now (``FailedCreatePodSandBox``); retried."""
+
+
+async def run_shim_tool(*args: str) -> str:
+    """Run a mode of the shim script; its stdout, or SandboxError with its stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",
+        "-S",
+        str(SHIM_PATH),
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise SandboxError(err.decode(errors="replace").strip() or f"shim {args[0]} failed")
+    return out.decode()
+
+
+class PodSandboxes:
+    """The sandboxes of one node's pods (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        volumes: VolumeManager,
+        *,
+        enabled: bool | None = None,
+        users: UserDatabase | None = None,
+    ) -> None:
+        self.config = config
+        self.volumes = volumes
+        self.enabled = os.geteuid() == 0 if enabled is None else enabled
+        self.users: UserDatabase = users or HostUsers()
+        self.holder = config.data_dir / "sandboxes"
+        self.seccomp_root = config.data_dir / "seccomp"
+        self._lock = asyncio.Lock()
+        self._available = tuple(current_bounding_set())
+
+    def pin(self, uid: str) -> str:
+        return str(self.holder / uid)
+
+    def exists(self, uid: str) -> bool:
+        return os.path.ismount(self.pin(uid))
+
+    async def prepare(
+        self,
+        pod: Mapping[str, Any],
+        *,
+        pod_memory_limit: int | None,
+        env_of: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        """Make the pod's volumes and namespace exist (VolumeError, SandboxError or
+        ConfigError otherwise). An existing namespace (a restarted agent) is kept; only the
+        written volumes are refreshed."""
+        meta = pod.get("metadata") or {}
+        uid = str(meta.get("uid"))
+        spec = pod.get("spec") or {}
+        if not self.enabled:
+            if spec.get("volumes"):
+                raise ConfigError(
+                    "volumes need a mount namespace, which a node agent not running as root "
+                    "cannot create"
+                )
+            return
+        if self.exists(uid):
+            errors = await self.volumes.refresh(pod)
+            if errors:
+                raise errors[0]
+            return
+        vols = await self.volumes.setup(pod, pod_memory_limit)
+        try:
+            mounts = await asyncio.to_thread(resolve_subpaths, container_mounts(pod, vols, env_of))
+        except (ValueError, OSError) as exc:
+            raise ConfigError(str(exc)) from None
+        pod_dir = self.volumes.pod_dir(uid)
+        root = pod_dir / "root"
+        root.mkdir(mode=0o755, parents=True, exist_ok=True)
+        plan = {
+            "root": str(root),
+            "pin": self.pin(uid),
+            "hide": sorted({str(self.config.data_dir), *map(str, self.config.hidden_paths)}),
+            "tmpfs": vols.tmpfs,
+            "mounts": mounts,
+        }
+        plan_path = pod_dir / "sandbox.json"
+        plan_path.write_text(json.dumps(plan, indent=1))
+        async with self._lock:
+            if not self.exists(uid):
+                await run_shim_tool("sandbox", str(plan_path))
+
+    async def refresh(self, pod: Mapping[str, Any]) -> list[VolumeError]:
+        """Rewrite the pod's configMap, secret, downwardAPI and projected files if changed."""
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        if not self.enabled or not self.exists(uid):
+            return []
+        return await self.volumes.refresh(pod)
+
+    def security(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> ContainerSecurity:
+        return resolve_security(pod, container, self.users, available=self._available)
+
+    def launch(
+        self,
+        pod: Mapping[str, Any],
+        container: Mapping[str, Any],
+        env: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """What the shim applies to start ``container`` (ConfigError when it must not)."""
+        sec = self.security(pod, container)
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        if not self.enabled and (sec.uid != os.geteuid() or sec.gid != os.getegid()):
+            raise ConfigError(
+                f"cannot run as uid {sec.uid} gid {sec.gid}: the node agent is not root"
+            )
+        seccomp_path = None
+        if sec.seccomp.kind != "Unconfined":
+            try:
+                if sec.seccomp.kind == "RuntimeDefault":
+                    profile = runtime_default_profile(sec.capabilities.bounding)
+                else:
+                    profile = load_localhost_profile(
+                        self.seccomp_root, sec.seccomp.localhost_profile or ""
+                    )
+                seccomp_path = compile_profile(profile, self.config.data_dir / "seccomp-bpf")
+            except SeccompError as exc:
+                raise ConfigError(str(exc)) from None
+        return {
+            "mount_namespace": self.pin(uid) if self.enabled else None,
+            "working_dir": container.get("workingDir") or "/",
+            "user": {"uid": sec.uid, "gid": sec.gid, "groups": list(sec.groups)}
+            if self.enabled
+            else None,
+            "capabilities": sec.capabilities.to_json() if self.enabled else None,
+            "no_new_privs": sec.no_new_privs,
+            "seccomp": seccomp_path,
+            "env": dict(env),
+        }
+
+    async def teardown(self, uid: str) -> None:
+        """Release the pod's namespace and remove its directory."""
+        if self.enabled and os.path.lexists(self.pin(uid)):
+            await run_shim_tool("unpin", self.pin(uid))
+        await asyncio.to_thread(self.volumes.teardown, uid)
+
+    async def release(self) -> None:
+        """Unmount the pins' directory if no pod uses it (the agent stops with no pods)."""
+        if self.enabled and os.path.isdir(self.holder):
+            await run_shim_tool("release", str(self.holder))
+
+
+class NoSandboxes(PodSandboxes):
+    """For simulated nodes: nothing runs, so nothing is mounted or entered."""
+
+    def __init__(self, config: AgentConfig, volumes: VolumeManager) -> None:
+        super().__init__(config, volumes, enabled=False)
+
+    async def prepare(
+        self,
+        pod: Mapping[str, Any],
+        *,
+        pod_memory_limit: int | None,
+        env_of: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        return None
+
+    def launch(
+        self, pod: Mapping[str, Any], container: Mapping[str, Any], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        return {}
+
+    async def teardown(self, uid: str) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None

@@ -1,0 +1,1 @@
+"""Pod volumes on a node: payloads, the atomic writer, ownership, and the volume manager."""

@@ -1,0 +1,95 @@
+"""pods/binding, pods/eviction against a PodDisruptionBudget, and scale, over real HTTP."""
+
+from __future__ import annotations
+
+from tests.apiserver.support import PODS, make_api, pod
+from tests.conftest import InProcessServer
+
+
+async def test_binding_and_eviction_with_a_budget(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        await api.call("POST", PODS, pod("e", labels={"app": "guarded"}))
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "e"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+        }
+        assert (await api.call("POST", f"{PODS}/e/binding", binding))[0] == 201
+        status, body = await api.call("POST", f"{PODS}/e/binding", binding)
+        assert status == 409
+        _, bound = await api.call("GET", f"{PODS}/e")
+        assert bound["spec"]["nodeName"] == "n1"
+        await api.call(
+            "PATCH",
+            f"{PODS}/e/status",
+            {"status": {"phase": "Running"}},
+            "application/merge-patch+json",
+        )
+        pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+        budget = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        }
+        assert (await api.call("POST", pdbs, budget))[0] == 201
+        await api.call(
+            "PATCH",
+            f"{pdbs}/guard/status",
+            {
+                "status": {
+                    "observedGeneration": 1,
+                    "disruptionsAllowed": 0,
+                    "currentHealthy": 1,
+                    "desiredHealthy": 1,
+                    "expectedPods": 1,
+                }
+            },
+            "application/merge-patch+json",
+        )
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "e"}}
+        status, body = await api.call("POST", f"{PODS}/e/eviction", eviction)
+        assert status == 429, body
+        assert "disruption budget" in body["message"]
+        await api.call(
+            "PATCH",
+            f"{pdbs}/guard/status",
+            {"status": {"disruptionsAllowed": 1}},
+            "application/merge-patch+json",
+        )
+        status, body = await api.call("POST", f"{PODS}/e/eviction", eviction)
+        assert status == 201, body
+        _, charged = await api.call("GET", f"{pdbs}/guard")
+        assert charged["status"]["disruptionsAllowed"] == 0
+        assert "e" in charged["status"]["disruptedPods"]
+
+
+async def test_scale_subresource(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        path = "/apis/apps/v1/namespaces/default/deployments"
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        }
+        status, created = await api.call("POST", path, deployment)
+        assert status == 201, created
+        assert created["spec"]["replicas"] == 1
+        status, scale = await api.call("GET", f"{path}/d/scale")
+        assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1
+        status, scale = await api.call(
+            "PATCH", f"{path}/d/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json"
+        )
+        assert status == 200 and scale["spec"]["replicas"] == 3
+        _, after = await api.call("GET", f"{path}/d")
+        assert after["spec"]["replicas"] == 3 and after["metadata"]["generation"] == 2

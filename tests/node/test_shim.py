@@ -1,0 +1,120 @@
+"""The shim's pure parts: paths resolved inside a root, mount points made without touching
+what they would cover; and a real filter and identity applied by ``shim.py exec``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inplace.node.seccomp import compile_profile, runtime_default_profile
+from inplace.node.shim import SetupError, ensure_path, resolve_in_root
+
+SHIM = Path(__file__).parents[2] / "src" / "inplace" / "node" / "shim.py"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "root"
+    (r / "etc").mkdir(parents=True)
+    (r / "run").mkdir()
+    (r / "var").mkdir()
+    (r / "var" / "run").symlink_to("/run")
+    (r / "escape").symlink_to("../../..")
+    (r / "loop").symlink_to("loop")
+    return r
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/etc/config", "etc/config"),
+        ("etc/../etc/./x", "etc/x"),
+        ("/var/run/secrets", "run/secrets"),  # an absolute symlink restarts at the root
+        ("/../../etc", "etc"),
+        ("/escape/etc", "etc"),  # .. never leaves the root
+        ("/", ""),
+    ],
+)
+def test_resolve_in_root(root: Path, path: str, expected: str) -> None:
+    assert resolve_in_root(str(root), path) == str(root / expected).rstrip("/")
+
+
+def test_symlink_loops_are_refused(root: Path) -> None:
+    with pytest.raises(SetupError, match="too many levels"):
+        resolve_in_root(str(root), "/loop/x")
+
+
+def test_ensure_path_shadows_directories_it_does_not_own(root: Path) -> None:
+    shadowed: list[str] = []
+    owned = {str(root)}
+    target = ensure_path(
+        str(root), "/var/run/secrets/token", is_file=False, owned=owned, shadow=shadowed.append
+    )
+    assert target == str(root / "run" / "secrets" / "token")
+    assert shadowed == [str(root / "run")]  # the host's /run would be written: shadow it once
+    assert (root / "run" / "secrets" / "token").is_dir()
+    top = ensure_path(str(root), "/data/file", is_file=True, owned=owned, shadow=shadowed.append)
+    assert Path(top).is_file() and shadowed == [str(root / "run")]  # the root is owned
+    assert ensure_path(
+        str(root), "/etc", is_file=False, owned=owned, shadow=shadowed.append
+    ) == str(root / "etc")
+
+
+def run_exec(
+    tmp_path: Path, launch: dict[str, Any], *argv: str
+) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "launch.json"
+    path.write_text(json.dumps(launch))
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(SHIM), "exec", str(path), *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def launch_for(uid: int, caps: list[int], seccomp: str | None) -> dict[str, Any]:
+    return {
+        "working_dir": "/",
+        "user": {"uid": uid, "gid": uid, "groups": [uid, 2000]},
+        "capabilities": {
+            "bounding": caps,
+            "effective": caps,
+            "permitted": caps,
+            "inheritable": [],
+            "ambient": [],
+        },
+        "no_new_privs": True,
+        "seccomp": seccomp,
+        "env": {"PATH": "/usr/bin:/bin"},
+    }
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs root")
+def test_exec_applies_identity_capabilities_and_seccomp(tmp_path: Path) -> None:
+    bpf = compile_profile(runtime_default_profile([0, 10]), tmp_path / "bpf")
+    out = run_exec(tmp_path, launch_for(65534, [0, 10], bpf), "cat", "/proc/self/status")
+    assert out.returncode == 0, out.stderr
+    status = dict(line.split(":\t", 1) for line in out.stdout.splitlines() if ":\t" in line)
+    assert status["Uid"].split() == ["65534"] * 4
+    assert sorted(status["Groups"].split()) == ["2000", "65534"]
+    assert int(status["CapBnd"], 16) == 1 | 1 << 10
+    assert int(status["CapEff"], 16) == 0
+    assert status["NoNewPrivs"].strip() == "1" and status["Seccomp"].strip() == "2"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_runtime_default_refuses_namespaces_without_sys_admin(tmp_path: Path) -> None:
+    everything = list(range(22))  # includes SYS_ADMIN (21): only the filter can refuse
+    default = compile_profile(runtime_default_profile([0, 10]), tmp_path / "bpf")
+    blocked = run_exec(tmp_path, launch_for(0, everything, default), "unshare", "-m", "true")
+    assert blocked.returncode != 0 and "Operation not permitted" in blocked.stderr
+    allowed = run_exec(tmp_path, launch_for(0, everything, None), "unshare", "-m", "true")
+    assert allowed.returncode == 0, allowed.stderr
