@@ -104,6 +104,20 @@ spec:
       minAllowed: {cpu: 100m, memory: 64Mi}
       maxAllowed: {cpu: "2", memory: 2Gi}
 ---
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscalerCheckpoint
+metadata: {name: sequence-vpa-sequence, namespace: tour}
+spec: {vpaObjectName: sequence-vpa, containerName: sequence}
+status:
+  version: v3
+  cpuHistogram:
+    referenceTimestamp: "2026-01-05T00:00:00Z"
+    bucketWeights: {"1": 10000, "2": 2500}
+    totalWeight: 5
+  firstSampleStart: "2026-01-04T00:00:00Z"
+  lastSampleStart: "2026-01-05T00:00:00Z"
+  totalSamplesCount: 1440
+---
 apiVersion: v1
 kind: Event
 metadata: {name: worker.e2e, namespace: tour}

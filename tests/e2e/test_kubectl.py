@@ -301,7 +301,7 @@ spec:
 #: What EVERY_KIND created (the node agents' own Leases come and go on their own schedule).
 MANIFEST_OBJECTS = (
     "get",
-    "pods,deployments,replicasets,jobs,pdb,vpa,leases",
+    "pods,deployments,replicasets,jobs,pdb,vpa,vpacheckpoint,leases",
     "-n",
     "tour",
     "-o",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from inplace.api import defaults, lifecycle, selectors, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
-from inplace.api.validation import cluster, pods, rbac, resize, workloads
+from inplace.api.validation import autoscaling, cluster, pods, rbac, resize, workloads
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,16 @@ KINDS: tuple[Kind, ...] = (
         True,
         ("vpa",),
         ("status",),
-        strategy=Strategy(validate=cluster.validate_vpa, table=tables.VPA_TABLE),
+        strategy=Strategy(validate=autoscaling.validate_vpa, table=tables.VPA_TABLE),
+    ),
+    Kind(
+        "autoscaling.k8s.io",
+        "v1",
+        "VerticalPodAutoscalerCheckpoint",
+        "verticalpodautoscalercheckpoints",
+        True,
+        ("vpacheckpoint",),
+        strategy=Strategy(validate=autoscaling.validate_vpa_checkpoint),
     ),
     Kind(
         "rbac.authorization.k8s.io",

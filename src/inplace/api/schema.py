@@ -59,6 +59,7 @@ __all__ = [
     "Type",
     "check_fields",
     "component_name",
+    "crd",
     "is_crd",
     "kind_schema",
     "list_schema",
@@ -419,15 +420,31 @@ def _model_type(model: str, name: str, type_str: str, info: Any) -> Type:
     return ANY
 
 
-# --- the VerticalPodAutoscaler CRD --------------------------------------------------------
+# --- the autoscaling.k8s.io CRDs -----------------------------------------------------------
+
+#: Kinds served from upstream's CRD schemas, and the file holding each (transcribed from
+#: kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml).
+CRD_FILES: Final = {
+    "VerticalPodAutoscaler": "vpa_schema.json",
+    "VerticalPodAutoscalerCheckpoint": "vpa_checkpoint_schema.json",
+}
 
 
 @functools.cache
-def vpa_crd() -> dict[str, Any]:
-    """Upstream's VPA CRD (v1): names, printer columns and `openAPIV3Schema`, as stored."""
-    text = resources.files("inplace.api").joinpath("vpa_schema.json").read_text("utf-8")
+def crd(kind: str) -> dict[str, Any]:
+    """Upstream's CRD (v1) of ``kind``: names, printer columns and `openAPIV3Schema`."""
+    try:
+        name = CRD_FILES[kind]
+    except KeyError:
+        raise KeyError(f"no CRD schema for {kind}") from None
+    text = resources.files("inplace.api").joinpath(name).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+def vpa_crd() -> dict[str, Any]:
+    """Upstream's VPA CRD (v1): names, printer columns and `openAPIV3Schema`, as stored."""
+    return crd("VerticalPodAutoscaler")
 
 
 def is_crd(kind: Kind) -> bool:
@@ -472,12 +489,12 @@ def _crd_struct(node: Mapping[str, Any], go_name: str) -> Struct:
 
 
 @functools.cache
-def _vpa_struct() -> Struct:
-    crd = vpa_crd()
-    kind = crd["names"]["kind"]
-    struct = _crd_struct(crd["openAPIV3Schema"], kind)
-    group = ".".join(reversed(crd["group"].split(".")))
-    struct.name = f"{group}.{crd['version']}.{kind}"
+def _crd_root(kind_name: str) -> Struct:
+    data = crd(kind_name)
+    kind = data["names"]["kind"]
+    struct = _crd_struct(data["openAPIV3Schema"], kind)
+    group = ".".join(reversed(data["group"].split(".")))
+    struct.name = f"{group}.{data['version']}.{kind}"
     meta = struct.fields["metadata"]
     struct.fields["metadata"] = Field(
         "metadata",
@@ -595,9 +612,9 @@ def kind_schema(kind: Kind) -> Struct:
     if kind.model is not None:
         return model_struct(kind.model)
     if is_crd(kind):
-        if kind.kind != vpa_crd()["names"]["kind"]:
+        if kind.kind not in CRD_FILES:
             raise KeyError(f"no schema for {kind.api_version} {kind.kind}")
-        return _vpa_struct()
+        return _crd_root(kind.kind)
     structs = _metrics_structs()
     if kind.kind not in structs:
         raise KeyError(f"no schema for {kind.api_version} {kind.kind}")

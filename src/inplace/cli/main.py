@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--port", type=int, default=6443)
     apiserver.add_argument("--admission-control-config-file", type=Path, default=None)
 
+    from inplace.cli.replay import add_arguments as replay_arguments
+
+    replay_arguments(
+        commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
+    )
+
     from inplace.node.main import add_arguments
 
     add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
@@ -97,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "replay":
+        from inplace.cli.replay import run as replay
+
+        return replay(args)
     if args.command == "node":
         from inplace.node.main import run
 

@@ -54,6 +54,7 @@ __all__ = [
     "REPLICASETS",
     "SECRETS",
     "STORAGECLASSES",
+    "VERTICALPODAUTOSCALERCHECKPOINTS",
     "VERTICALPODAUTOSCALERS",
     "Client",
     "PatchType",
@@ -146,6 +147,13 @@ STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "Stor
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"
+)
+VERTICALPODAUTOSCALERCHECKPOINTS = Resource(
+    "autoscaling.k8s.io",
+    "v1",
+    "verticalpodautoscalercheckpoints",
+    True,
+    "VerticalPodAutoscalerCheckpoint",
 )
 PODMETRICS = Resource("metrics.k8s.io", "v1beta1", "pods", True, "PodMetrics")
 NODEMETRICS = Resource("metrics.k8s.io", "v1beta1", "nodes", False, "NodeMetrics")

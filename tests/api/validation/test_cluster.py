@@ -110,7 +110,7 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             "spec.resourcePolicy.containerPolicies[0].controlledResources[1]: Unsupported value: "
             '"disk": supported values: "cpu", "memory"',
             'spec.resourcePolicy.containerPolicies[0].maxAllowed[cpu]: Invalid value: "1": max '
-            "resource for cpu is lower than min (2)",
+            'resource for cpu is lower than min of "2"',
         ],
     ),
     (

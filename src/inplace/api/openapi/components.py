@@ -223,10 +223,10 @@ class Components:
 
 
 def crd_component(kind: Kind, components: Components) -> str:
-    """The VPA: upstream's CRD schema with `metadata` pointing at ObjectMeta, as kube-apiserver
-    publishes custom resources."""
+    """A CRD kind (the VPA and its checkpoint): upstream's CRD schema with `metadata`
+    pointing at ObjectMeta, as kube-apiserver publishes custom resources."""
     root = s.kind_schema(kind)
-    schema = copy.deepcopy(s.vpa_crd()["openAPIV3Schema"])
+    schema = copy.deepcopy(s.crd(kind.kind)["openAPIV3Schema"])
     components.add_model("V1ObjectMeta")
     schema["properties"]["metadata"] = {
         "allOf": [ref(s.component_name("V1ObjectMeta"))],

@@ -1,5 +1,5 @@
-"""The other kinds: PriorityClasses, Leases, Events, Namespaces, Nodes and the
-VerticalPodAutoscaler CRD.
+"""The other kinds: PriorityClasses, Leases, Events, Namespaces and Nodes (the autoscaling
+CRDs are in :mod:`.autoscaling`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from inplace.api.validation.errors import (
     as_str,
     check_bool,
     child_path,
-    duplicate,
     forbidden,
-    index_path,
     invalid,
-    key_path,
     lookup,
     name_is_dns_label,
     name_is_dns_subdomain,
@@ -41,10 +38,9 @@ from inplace.api.validation.meta import (
     validate_object_meta_update,
     validate_status_metadata,
 )
-from inplace.api.validation.pods import RESIZE_RESOURCES, TAINT_EFFECTS, validate_preemption_policy
+from inplace.api.validation.pods import TAINT_EFFECTS, validate_preemption_policy
 from inplace.api.validation.resources import (
     parse_quantity,
-    parse_resource_list,
     quantity_value_checks,
 )
 
@@ -233,77 +229,3 @@ def _validate_node_resources(errs: list[FieldError], obj: Mapping[str, Any]) -> 
             q = parse_quantity(errs, raw, path)
             if q is not None:
                 quantity_value_checks(errs, str(name), q, path)
-
-
-_VPA_UPDATE_MODES: Final = ("Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto")
-_VPA_CONTAINER_MODES: Final = ("Auto", "Off")
-_VPA_CONTROLLED_VALUES: Final = ("RequestsAndLimits", "RequestsOnly")
-
-
-def validate_vpa(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    """The VerticalPodAutoscaler CRD's schema enums and the VPA admission webhook's checks."""
-    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
-    spec = as_map(errs, obj.get("spec"), "spec")
-    target = spec.get("targetRef")
-    if target is None:
-        errs.append(required("spec.targetRef"))
-    else:
-        target_map = as_map(errs, target, "spec.targetRef")
-        for key in ("kind", "name"):
-            if not as_str(errs, target_map.get(key), f"spec.targetRef.{key}"):
-                errs.append(required(f"spec.targetRef.{key}"))
-        as_str(errs, target_map.get("apiVersion"), "spec.targetRef.apiVersion")
-    policy = as_map(errs, spec.get("updatePolicy"), "spec.updatePolicy")
-    mode = policy.get("updateMode")
-    if mode is not None and mode not in _VPA_UPDATE_MODES:
-        errs.append(not_supported("spec.updatePolicy.updateMode", mode, _VPA_UPDATE_MODES))
-    min_replicas = as_int(errs, policy.get("minReplicas"), "spec.updatePolicy.minReplicas")
-    if min_replicas is not None and min_replicas <= 0:
-        errs.append(
-            invalid("spec.updatePolicy.minReplicas", min_replicas, "must be greater than 0")
-        )
-    resource_policy = as_map(errs, spec.get("resourcePolicy"), "spec.resourcePolicy")
-    policies_path = "spec.resourcePolicy.containerPolicies"
-    names: set[str] = set()
-    for i, container in enumerate(
-        objects_in(as_list(errs, resource_policy.get("containerPolicies"), policies_path))
-    ):
-        idx = index_path(policies_path, i)
-        name = as_str(errs, container.get("containerName"), child_path(idx, "containerName"))
-        if not name:
-            errs.append(required(child_path(idx, "containerName")))
-        elif name in names:
-            errs.append(duplicate(child_path(idx, "containerName"), name))
-        names.add(name)
-        container_mode = container.get("mode")
-        if container_mode is not None and container_mode not in _VPA_CONTAINER_MODES:
-            errs.append(
-                not_supported(child_path(idx, "mode"), container_mode, _VPA_CONTAINER_MODES)
-            )
-        controlled = container.get("controlledValues")
-        if controlled is not None and controlled not in _VPA_CONTROLLED_VALUES:
-            errs.append(
-                not_supported(
-                    child_path(idx, "controlledValues"), controlled, _VPA_CONTROLLED_VALUES
-                )
-            )
-        res_path = child_path(idx, "controlledResources")
-        for j, resource in enumerate(as_list(errs, container.get("controlledResources"), res_path)):
-            if resource not in RESIZE_RESOURCES:
-                errs.append(not_supported(index_path(res_path, j), resource, RESIZE_RESOURCES))
-        minimum = parse_resource_list(
-            errs, container.get("minAllowed"), child_path(idx, "minAllowed")
-        )
-        maximum = parse_resource_list(
-            errs, container.get("maxAllowed"), child_path(idx, "maxAllowed")
-        )
-        for resource, high in maximum.items():
-            low = minimum.get(resource)
-            if low is not None and high < low:
-                errs.append(
-                    invalid(
-                        key_path(child_path(idx, "maxAllowed"), resource),
-                        str(high),
-                        f"max resource for {resource} is lower than min ({low})",
-                    )
-                )

@@ -33,6 +33,7 @@ INVALID: Final = "FieldValueInvalid"
 NOT_SUPPORTED: Final = "FieldValueNotSupported"
 FORBIDDEN: Final = "FieldValueForbidden"
 TOO_LONG: Final = "FieldValueTooLong"
+TOO_MANY: Final = "FieldValueTooMany"
 TYPE_INVALID: Final = "FieldValueTypeInvalid"
 INTERNAL: Final = "InternalError"
 
@@ -44,6 +45,7 @@ _TYPE_TEXT: Final = {
     NOT_SUPPORTED: "Unsupported value",
     FORBIDDEN: "Forbidden",
     TOO_LONG: "Too long",
+    TOO_MANY: "Too many",
     TYPE_INVALID: "Invalid value",
     INTERNAL: "Internal error",
 }
@@ -185,6 +187,11 @@ def not_supported(path: str, value: object, valid: Sequence[str]) -> FieldError:
 
 def too_long(path: str, max_bytes: int) -> FieldError:
     return FieldError(TOO_LONG, path, f"must have at most {max_bytes} bytes", "")
+
+
+def too_many(path: str, actual: int, maximum: int) -> FieldError:
+    """Upstream ``field.TooMany``: ``Too many: 2: must have at most 1 items``."""
+    return FieldError(TOO_MANY, path, f"must have at most {maximum} items", actual)
 
 
 def type_invalid(path: str, value: object, type_name: str) -> FieldError:
