@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import os
 import secrets
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from inplace.api.annotations import SIMULATED
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ANONYMOUS_USER",
@@ -36,6 +39,7 @@ __all__ = [
     "SIMULATOR_USER",
     "UNAUTHENTICATED_GROUP",
     "Authenticator",
+    "InvalidToken",
     "TokenAuthenticator",
     "TokenFile",
     "User",
@@ -105,11 +109,17 @@ def service_account_user(
     )
 
 
+class InvalidToken(Exception):
+    """A token an authenticator recognises as its own but refuses (expired, revoked): a 401
+    whatever the other authenticators say."""
+
+
 class TokenAuthenticator(Protocol):
     """One way of recognising a bearer token (upstream ``authenticator.Token``)."""
 
     def authenticate_token(self, token: str) -> User | None:
-        """The token's user, or None if this authenticator does not recognise it."""
+        """The token's user, or None if this authenticator does not recognise it; raises
+        :class:`InvalidToken` for one of its own it refuses."""
 
 
 class TokenFile:
@@ -195,7 +205,11 @@ class Authenticator:
             if scheme.lower() != "bearer" or not token.strip():
                 raise Unauthorized
             for authenticator in self.tokens:
-                user = authenticator.authenticate_token(token.strip())
+                try:
+                    user = authenticator.authenticate_token(token.strip())
+                except InvalidToken as exc:
+                    log.info("a token was refused: %s", exc)
+                    raise Unauthorized from None
                 if user is not None:
                     return user.with_group(AUTHENTICATED_GROUP)
             raise Unauthorized

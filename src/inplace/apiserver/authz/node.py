@@ -217,8 +217,43 @@ class NodeAuthorizer:
                 return None
             return f'node "{node}" can only update pods bound to it'
         if attrs.api_group == "" and resource == "serviceaccounts" and attrs.subresource == "token":
-            return None  # the token request's pod is checked where tokens are issued
+            return self._token_request(user, attrs.namespace, new)
         return "no rule grants this to a node"
+
+    def _token_request(
+        self, user: User, namespace: str, request: Mapping[str, Any] | None
+    ) -> str | None:
+        """Upstream ``admitServiceAccount``: a node's token must be bound, by uid, to a pod
+        scheduled on that node."""
+        ref = ((request or {}).get("spec") or {}).get("boundObjectRef")
+        if (
+            not isinstance(ref, Mapping)
+            or ref.get("apiVersion") != "v1"
+            or ref.get("kind") != "Pod"
+            or not ref.get("name")
+        ):
+            return "node requested token not bound to a pod"
+        if not ref.get("uid"):
+            return "node requested token with a pod binding without a uid"
+        entry = self.cache.get(
+            self._pods, self._pods.storage_key(str(ref["name"]), namespace), namespace
+        )
+        if entry is None:
+            return None  # the token request answers pods "x" not found itself
+        pod = entry.value
+        if pod["metadata"].get("uid") != ref["uid"]:
+            return (
+                f"the UID in the bound object reference ({ref['uid']}) does not match the UID "
+                "in record. The object might have been deleted and then recreated"
+            )
+        bound = (pod.get("spec") or {}).get("nodeName")
+        if user.name == SIMULATOR_USER:
+            ok = bool(bound) and self.is_simulated_node(str(bound))
+        else:
+            ok = bound == user.node_name
+        if not ok:
+            return "node requested token bound to a pod scheduled on a different node"
+        return None
 
 
 def _node_label(user: User) -> str:
