@@ -54,6 +54,7 @@ from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
 from .stats import ContainerRef, StatsServer, UsageSampler
 from .status import StatusWriter, status_patch
+from .tokens import TokenManager
 from .volumes.manager import VolumeManager
 from .volumes.objects import APIClaims, WatchedObjects
 from .worker import TERMINAL, PodWorker, UsageSource, WorkloadRuntime, pod_meta
@@ -126,12 +127,14 @@ class NodeAgent:
         self._own_actions = actions is None
         self._client_actions = ClientActions(client, config.node_name)
         self.objects = WatchedObjects(client, self._objects_changed)
+        self.tokens = TokenManager(client, self._objects_changed)
         volumes = VolumeManager(
             config.data_dir,
             self.objects,
             APIClaims(client),
             node_memory=config.memory_bytes,
             node_cpu_milli=config.cpu_milli,
+            tokens=self.tokens,
         )
         self.ctx = NodeContext(
             config=config,
@@ -225,6 +228,7 @@ class NodeAgent:
                 task.cancel()
             await self._client_actions.close()
             await self.objects.close()
+            self.tokens.close()
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -252,7 +256,8 @@ class NodeAgent:
             self.queue.add(key_of(pod))
 
     def _objects_changed(self, namespace: str) -> None:
-        """A ConfigMap or Secret a volume projects changed: rewrite that namespace's pods."""
+        """A ConfigMap or Secret a volume projects changed, or a token needs refreshing:
+        rewrite that namespace's pods."""
         for w in list(self.workers.values()):
             if w.namespace == namespace:
                 self.queue.add(w.key)

@@ -184,6 +184,7 @@ class PodSandboxes:
         """Release the pod's namespace and remove its directory."""
         if self.enabled and os.path.lexists(self.pin(uid)):
             await run_shim_tool("unpin", self.pin(uid))
+        self.volumes.forget_tokens(uid)
         await asyncio.to_thread(self.volumes.teardown, uid)
 
     async def release(self) -> None:
