@@ -29,6 +29,19 @@ def test_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_busy_dashboard_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_up("--data-dir", str(tmp_path / "data"), "--port", "0",
+                        "--dashboard-port", str(port))  # fmt: skip
+    assert result.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "choose another with --dashboard-port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_an_unusable_data_dir_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the data dir should be")
@@ -55,6 +68,7 @@ def test_progress_and_next_steps_are_printed(tmp_path: Path) -> None:
     finally:
         cluster.stop()
     assert "✓ API server on https://127.0.0.1:" in output
+    assert "✓ dashboard on http://127.0.0.1:" in output and "/?token=" in output
     assert f"export KUBECONFIG={tmp_path / 'data' / 'kubeconfig.yaml'}" in output
     assert "kubectl get --raw /readyz" in output
     assert cluster.process.returncode == 0

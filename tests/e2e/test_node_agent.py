@@ -389,6 +389,12 @@ def test_memory_below_usage_is_an_error_and_restart_policy(node_cluster: Cluster
         new_side = pid_of(pod, "side")
         assert new_side != side_pid
         assert cgroup_file(new_side, "memory", "memory.limit_in_bytes") == str(48 * 2**20)
+        out = node_cluster.kubectl(
+            "get", "events", "--field-selector", "involvedObject.name=hog,reason=Killing",
+            "-o", "json",
+        ).stdout  # fmt: skip
+        killing = [e["message"] for e in json.loads(out)["items"]]
+        assert killing == ["Container side resize requires restart"]
     finally:
         delete(node_cluster, "hog")
 
@@ -520,6 +526,8 @@ def test_delete_stops_processes_and_removes_cgroup(node_cluster: Cluster) -> Non
     delete(node_cluster, "gone")
     wait_until(lambda: not psutil.pid_exists(pid), what="process gone")
     wait_until(lambda: not pod_cgroup.exists(), what="pod cgroup removed")
+    wait_until(lambda: "Killing" in events_of(node_cluster, "gone"), what="the Killing event")
+    assert {"Created", "Started", "Killing"} <= set(events_of(node_cluster, "gone"))
 
 
 PAUSER = """\
@@ -632,5 +640,34 @@ def test_crash_loop_back_off_and_previous_logs(node_cluster: Cluster) -> None:
         assert "run" in node_cluster.kubectl("logs", "crashy", "--previous").stdout
         listing = node_cluster.kubectl("get", "pod", "crashy").stdout
         assert "CrashLoopBackOff" in listing
+
+        # kubelet's events, counted as upstream's recorder counts them: the second back-off
+        # (20 s) is one BackOff event with count 2, not a second event.
+        def backoff_line() -> str | None:
+            text = node_cluster.kubectl("describe", "pod", "crashy").stdout
+            for line in text.splitlines():
+                if "BackOff" in line and "(x2 over" in line:
+                    return line
+            return None
+
+        line = wait_until(backoff_line, timeout=60, what="the BackOff event counted twice")
+        assert line.split()[0] == "Warning"
+        assert "kubelet" in line
+        assert "Back-off restarting failed container main in pod crashy_default(" in line
+        events = json.loads(
+            node_cluster.kubectl(
+                "get", "events", "--field-selector", "involvedObject.name=crashy", "-o", "json"
+            ).stdout
+        )["items"]
+        backoffs = [e for e in events if e["reason"] == "BackOff"]
+        assert len(backoffs) == 1 and backoffs[0]["count"] >= 2
+        assert backoffs[0]["involvedObject"]["fieldPath"] == "spec.containers{main}"
+        assert backoffs[0]["source"] == {"component": "kubelet", "host": NODE}
+        by_reason = {(e["reason"], e["message"]): e for e in events}
+        assert by_reason[("Created", "Created container: main")]["count"] >= 3
+        assert by_reason[("Started", "Started container main")]["count"] >= 3
+        assert ("Started", "Started container init") in by_reason
+        init_event = by_reason[("Started", "Started container init")]
+        assert init_event["involvedObject"]["fieldPath"] == "spec.initContainers{init}"
     finally:
         delete(node_cluster, "crashy")

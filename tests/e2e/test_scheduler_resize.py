@@ -249,6 +249,12 @@ def test_deferred_resize_completes_soon_after_a_pod_leaves(sc: SchedCluster) -> 
         lambda: allocated_cpu(sc.get("grower")) == "600m", timeout=5, what="the deferred resize"
     )
     print(f"\n[e2e] deferred resize applied {time.monotonic() - started:.1f}s after the delete")
+    # The agent that allocated it cleared the arbiter's Deferred verdict.
+    wait_until(
+        lambda: condition(sc.get("grower"), "PodResizePending") is None,
+        timeout=10,
+        what="PodResizePending cleared",
+    )
     delete(sc, "grower")
 
 

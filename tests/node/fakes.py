@@ -20,7 +20,9 @@ from typing import Any
 from inplace.api.kinds import REGISTRY
 from inplace.api.patch import apply_strategic_merge_patch
 from inplace.api.patchmeta import schema_for_kind
-from inplace.client import Client, ClusterConfig, key_of
+from inplace.client import APIConflictError, APINotFoundError, Client, ClusterConfig, key_of
+from inplace.client.events import ObjectRef
+from inplace.client.status import ComputeStatus, write_status
 from inplace.node.actions import PodRef
 from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import NoneDriver
@@ -42,6 +44,7 @@ class Event:
     type: str
     reason: str
     message: str
+    field_path: str = ""
 
 
 @dataclass
@@ -51,6 +54,7 @@ class FakeCluster:
     deletions: list[tuple[str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     revision: int = 1
+    conflicts: int = 0
 
     # -- the pod source ----------------------------------------------------------------------
 
@@ -87,15 +91,35 @@ class FakeCluster:
 
     # -- the actions -------------------------------------------------------------------------
 
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
         key = f"{pod.namespace}/{pod.name}"
-        self.status_patches.append((key, copy.deepcopy(dict(status))))
-        current = self.pods.get(key)
-        if current is None:
-            return None
-        return self.put(apply_strategic_merge_patch(current, {"status": dict(status)}, _POD_SCHEMA))
+
+        async def send(body: dict[str, Any]) -> dict[str, Any]:
+            return self.patch_status(key, body)
+
+        async def reread() -> dict[str, Any]:
+            stored = self.pods.get(key)
+            if stored is None:
+                raise APINotFoundError(404, "NotFound", f'pods "{pod.name}" not found')
+            return copy.deepcopy(stored)
+
+        return await write_status(current, compute, send=send, reread=reread)
+
+    def patch_status(self, key: str, body: dict[str, Any]) -> dict[str, Any]:
+        """What the API server does with a strategic merge patch of pods/NAME/status,
+        including the resourceVersion precondition a patch may carry."""
+        stored = self.pods.get(key)
+        if stored is None:
+            raise APINotFoundError(404, "NotFound", f'pods "{key}" not found')
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != stored["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise APIConflictError(409, "Conflict", "the object has been modified")
+        self.status_patches.append((key, copy.deepcopy(body["status"])))
+        patch = {"status": body["status"]}
+        return self.put(apply_strategic_merge_patch(stored, patch, _POD_SCHEMA))
 
     async def confirm_deletion(self, pod: PodRef) -> None:
         key = f"{pod.namespace}/{pod.name}"
@@ -104,8 +128,9 @@ class FakeCluster:
         if current is not None and current["metadata"]["uid"] == pod.uid:
             del self.pods[key]
 
-    def event(self, pod: PodRef, type_: str, reason: str, message: str) -> None:
-        self.events.append(Event(f"{pod.namespace}/{pod.name}", type_, reason, message))
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        key = f"{ref.namespace}/{ref.name}"
+        self.events.append(Event(key, type_, reason, message, ref.field_path))
 
     def reasons(self, key: str) -> list[str]:
         return [e.reason for e in self.events if e.key == key]
@@ -132,9 +157,16 @@ class RecordingRuntime(SimulatedRuntime):
 
 
 def fake_agent(
-    cluster: FakeCluster, tmp_path: Path, *, cpu_milli: int = 2000, memory: int = 2 << 30
+    cluster: FakeCluster,
+    tmp_path: Path,
+    *,
+    cpu_milli: int = 2000,
+    memory: int = 2 << 30,
+    runtime: RecordingRuntime | None = None,
 ) -> NodeAgent:
-    """A real agent whose API calls all go to ``cluster`` (its client points nowhere)."""
+    """A real agent whose API calls all go to ``cluster`` (its client points nowhere);
+    agents given the same ``tmp_path`` and ``runtime`` share checkpoints and containers, as
+    an agent and its successor on one node do."""
     config = AgentConfig(
         node_name=NODE,
         cpu_milli=cpu_milli,
@@ -147,7 +179,7 @@ def fake_agent(
         unreachable,
         config,
         driver=NoneDriver(),
-        runtime=RecordingRuntime(),
+        runtime=runtime if runtime is not None else RecordingRuntime(),
         informer=cluster,
         actions=cluster,
     )
@@ -194,11 +226,11 @@ def pod(
 
 @contextlib.asynccontextmanager
 async def running_agent(
-    tmp_path: Path, **sizes: int
+    tmp_path: Path, *, runtime: RecordingRuntime | None = None, **sizes: int
 ) -> AsyncIterator[tuple[FakeCluster, NodeAgent]]:
     """A fake cluster and its agent; the agent's pod tasks are cancelled afterwards."""
     cluster = FakeCluster()
-    agent = fake_agent(cluster, tmp_path, **sizes)
+    agent = fake_agent(cluster, tmp_path, runtime=runtime, **sizes)
     try:
         yield cluster, agent
     finally:

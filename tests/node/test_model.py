@@ -18,7 +18,6 @@ from inplace.node.model import (
     crash_backoff,
     desired_allocs,
     fits_allocatable,
-    merge_conditions,
     plan_resize,
     pod_allocated_requests,
     pod_cgroup,
@@ -353,32 +352,6 @@ def test_container_status_shapes() -> None:
     out = c.status(allocated=None, actual=None)
     assert out["state"] == {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}
     assert not out["ready"] and "allocatedResources" not in out
-
-
-def test_merge_conditions_keeps_others_and_transition_times() -> None:
-    current = [
-        {"type": "Ready", "status": "True", "lastTransitionTime": "T0", "lastProbeTime": None},
-        {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
-        {"type": "PodResizeInProgress", "status": "True", "lastTransitionTime": "T0"},
-    ]
-    out = merge_conditions(
-        current,
-        {
-            "PodScheduled": {"status": "True"},
-            "Ready": {"status": "True"},
-            "PodResizeInProgress": None,
-        },
-        "T1",
-    )
-    by_type = {c["type"]: c for c in out}
-    assert [c["type"] for c in out] == ["PodScheduled", "Ready", "PodResizeScheduled"]
-    assert by_type["Ready"]["lastTransitionTime"] == "T0"
-    assert by_type["PodScheduled"]["lastTransitionTime"] == "T1"
-    assert by_type["PodResizeScheduled"] == current[1]
-    out = merge_conditions(
-        out, {"Ready": {"status": "False", "reason": "ContainersNotReady"}}, "T2"
-    )
-    assert {c["type"]: c for c in out}["Ready"]["lastTransitionTime"] == "T2"
 
 
 def test_retry_order_follows_the_design() -> None:

@@ -69,7 +69,18 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
         cluster.put(_resized(cluster, key, cpu="100", memory="64Mi", generation=2))
         assert await agent.reconcile(key) is None
         assert w.allocated["main"]["requests"]["cpu"] == "250m"  # not approved: untouched
-        assert len(cluster.status_patches) == patches  # and nothing to say about it
+        # The agent saw generation 2 and says so (status and its own conditions), nothing
+        # about the resize itself: that is the arbiter's to decide.
+        ((_, seen),) = cluster.status_patches[patches:]
+        assert set(seen) == {"observedGeneration", "conditions"}
+        assert seen["observedGeneration"] == 2
+        assert {c["type"] for c in seen["conditions"]} == {
+            "PodScheduled",
+            "Initialized",
+            "ContainersReady",
+            "Ready",
+        }
+        assert all(c["observedGeneration"] == 2 for c in seen["conditions"])
 
         cluster.put(_approve(copy.deepcopy(cluster.pods[key]), 2))
         assert await agent.reconcile(key) is None  # Infeasible: no retry

@@ -1,10 +1,9 @@
-"""The status the agent writes (inplace.node.status): the patch, and a sync against fakes."""
+"""The status the agent writes (inplace.node.status), synced against fakes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from inplace.node.status import status_patch
 from tests.node.fakes import admit_running, pod, running_agent
 
 
@@ -35,42 +34,3 @@ async def test_status_sync_writes_what_changed_and_nothing_when_nothing_did(
         (_, patch), *_ = cluster.status_patches[patches:]
         assert list(patch) == ["containerStatuses"]
         assert cluster.pods[key]["status"]["containerStatuses"][0]["restartCount"] == 3
-
-
-# -- status patch ----------------------------------------------------------------------------
-
-
-def test_status_patch_sends_only_changes_and_deletes_conditions() -> None:
-
-    current = {
-        "phase": "Running",
-        "podIP": "127.0.0.1",
-        "conditions": [
-            {"type": "Ready", "status": "True"},
-            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
-            {"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "x"},
-        ],
-    }
-    wanted = {
-        "phase": "Running",
-        "podIP": "127.0.0.1",
-        "startTime": "T",
-        "conditions": [
-            {"type": "Ready", "status": "True"},
-            {"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2},
-            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
-        ],
-    }
-    assert status_patch(current, wanted) == {
-        "startTime": "T",
-        "conditions": [
-            {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
-            {"type": "PodResizeInProgress", "$patch": "delete"},
-        ],
-    }
-    changed = {**current, "conditions": [{"type": "PodResizeInProgress", "status": "True"}]}
-    patch = status_patch({"conditions": current["conditions"][2:]}, changed)
-    assert patch["conditions"] == [
-        {"type": "PodResizeInProgress", "status": "True", "reason": None, "message": None}
-    ]
-    assert status_patch(current, current) == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.conditions import SCHEDULER, Decision, status_update
 from inplace.client import APIError, APITooManyRequestsError
 from inplace.scheduler.framework import PodInfo
 
@@ -147,10 +148,21 @@ class FakeActions:
     async def delete(self, pod: PodInfo) -> None:
         self.deleted.append(pod.key)
 
-    async def patch_status(self, pod: PodInfo, patch: Mapping[str, Any]) -> None:
+    async def write_status(
+        self,
+        pod: PodInfo,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        conditions: Mapping[str, Decision] | None = None,
+    ) -> None:
+        """Records the status patch the real actions would send first (computed against
+        the pod the scheduler saw)."""
         if self.fail_patch:
             raise APIError(500, "InternalError", "boom")
-        self.patches.append((pod.key, dict(patch)))
+        patch = status_update(
+            pod.obj, writer=SCHEDULER, now="T", fields=fields, decisions=conditions
+        )
+        self.patches.append((pod.key, {"status": patch.status if patch else {}}))
 
     def event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
         self.events.append((pod.key, type_, reason, message))

@@ -170,7 +170,8 @@ async def test_fits_is_approved_with_observed_generation() -> None:
     approved = cond(w, "default/a", "PodResizeScheduled")
     assert approved is not None
     assert approved["status"] == "True" and approved["observedGeneration"] == 2
-    assert {"type": "PodResizePending", "$patch": "delete"} in w.actions.conditions("default/a")
+    # No PodResizePending to remove: the approval writes only the scheduler's own condition.
+    assert [c["type"] for c in w.actions.conditions("default/a")] == ["PodResizeScheduled"]
     assert w.decisions("approved") == 1
     slot = w.sched.cache.slot_of["n1"]
     assert int(w.sched.cache.com_cpu[slot]) == 2000  # charged at once
@@ -414,3 +415,36 @@ async def test_deferred_retried_when_a_pod_finishes_or_shrinks() -> None:
     done["status"]["phase"] = "Succeeded"
     w.sched.on_pod_update(running("c", cpu="0"), done)
     assert "default/c" not in w.sched.cache.pods
+
+
+async def test_an_infeasible_resize_takes_no_room_while_its_condition_is_in_flight() -> None:
+    """The arbiter's Infeasible verdict stops charging the new size at once, not when the
+    informer brings the condition back: a pod waiting for room is retried right away."""
+    w = World()
+    w.add(node("n1", cpu="2", memory="4Gi"))
+    w.add(running("a"))
+    slot = w.sched.cache.slot_of["n1"]
+    w.add(pod("newbie", cpu="500m", memory="64Mi"))
+    greedy = w.resize("a", cpu="100")
+    # Until decided, the resize holds its room against new pods (it may be approved).
+    assert int(w.sched.cache.req_cpu[slot]) == 100_000
+    qp = w.sched.queue.pop_nowait()
+    assert qp is not None and qp.info.key == "default/newbie"
+    assert w.sched.schedule_one(qp) is None
+    assert w.sched.queue.where("default/newbie") == "unschedulable"
+
+    assert await w.decide() is None
+    assert w.arbiter.is_infeasible(pod_info(greedy))
+    assert int(w.sched.cache.req_cpu[slot]) == 1000  # released before any informer update
+    assert w.sched.queue.where("default/newbie") in ("active", "backoff")
+    # Another update of the pod that does not carry the condition yet (the agent's write)
+    # changes nothing.
+    w.sched.on_pod_update(greedy, greedy)
+    assert int(w.sched.cache.req_cpu[slot]) == 1000
+    w.clock.advance(5)
+    qp = w.sched.queue.pop_nowait()
+    assert qp is not None and w.sched.schedule_one(qp) == "n1"
+    # A new resize (a new generation) is charged again until decided.
+    w.sched.on_pod_update(greedy, {**greedy, "metadata": {**greedy["metadata"], "generation": 3}})
+    assert not w.arbiter.is_infeasible(pod_info(w.sched.cache.pods["default/a"].info.obj))
+    assert int(w.sched.cache.req_cpu[slot]) == 100_000 + 500

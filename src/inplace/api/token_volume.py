@@ -56,8 +56,18 @@ def token_volume_source() -> dict[str, Any]:
     return {
         "defaultMode": 0o644,
         "sources": [
-            {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
-            {"configMap": {"name": ROOT_CA_CONFIG_MAP, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {
+                "serviceAccountToken": {
+                    "expirationSeconds": TOKEN_EXPIRATION_SECONDS,
+                    "path": "token",
+                }
+            },
+            {
+                "configMap": {
+                    "name": ROOT_CA_CONFIG_MAP,
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
             {
                 "downwardAPI": {
                     "items": [
@@ -72,9 +82,7 @@ def token_volume_source() -> dict[str, Any]:
     }
 
 
-def mount_service_account_token(
-    pod: dict[str, Any], suffix: Callable[[], str] = _suffix
-) -> None:
+def mount_service_account_token(pod: dict[str, Any], suffix: Callable[[], str] = _suffix) -> None:
     """Upstream ``mountServiceAccountToken``: reuse a ``kube-api-access-*`` volume the pod
     has, else add one if any container needs it; mount it where no container mounts anything
     yet."""

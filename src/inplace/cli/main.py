@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
+    up.add_argument(
+        "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
+    )
     up.add_argument(
         "--no-scheduler",
         action="store_true",
@@ -86,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_arguments(
         commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
     )
+
+    from inplace.dashboard.main import add_arguments as dashboard_arguments
+
+    dashboard_arguments(
+        commands.add_parser("dashboard", help="serve the live dashboard (started by `up`)")
+    )
     return parser
 
 
@@ -103,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "dashboard":
+        from inplace.dashboard.main import main as dashboard_main
+
+        return dashboard_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
@@ -136,6 +150,8 @@ def _up(args: argparse.Namespace) -> int:
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
                 admission_config=args.admission_control_config_file,
+                dashboard=not args.no_dashboard,
+                dashboard_port=args.dashboard_port,
             )
         )
     except UpError as exc:

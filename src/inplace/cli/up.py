@@ -15,6 +15,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -132,8 +133,9 @@ def check_data_dir(path: Path) -> None:
         raise UpError(f"data dir {path} is not usable: {exc.strerror or exc}") from None
 
 
-def pick_port(host: str, port: int) -> int:
-    """Check that `port` is free (or choose one if 0), with a clear error if it is not."""
+def pick_port(host: str, port: int, *, flag: str = "--port") -> int:
+    """Check that `port` is free (or choose one if 0), with a clear error (naming the option
+    `flag` that chose it) if it is not."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -142,7 +144,7 @@ def pick_port(host: str, port: int) -> int:
             if exc.errno == errno.EADDRINUSE:
                 raise UpError(
                     f"port {port} on {host} is already in use (is another `inplace up` "
-                    "running?); choose another with --port"
+                    f"running?); choose another with {flag}"
                 ) from None
             raise UpError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
         chosen: int = sock.getsockname()[1]
@@ -350,6 +352,31 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
+def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
+    """The dashboard on 127.0.0.1:`port` as its own identity (`system:inplace:dashboard`,
+    which may read what the dashboard shows and resize pods, nothing more), and its URL with
+    a token made for this run (kept in a file only root can read, so a restarted dashboard
+    keeps the same URL)."""
+    token = secrets.token_urlsafe(24)
+    token_file = data.root / "dashboard.token"
+    token_file.touch(mode=0o600)
+    token_file.chmod(0o600)
+    token_file.write_text(token)
+    argv = [
+        sys.executable,
+        "-m",
+        "inplace",
+        "dashboard",
+        "--kubeconfig",
+        str(data.component_kubeconfig("dashboard")),
+        "--port",
+        str(port),
+        "--token-file",
+        str(token_file),
+    ]
+    return Component("dashboard", argv), f"http://127.0.0.1:{port}/?token={token}"
+
+
 async def run_up(
     data: DataDir,
     *,
@@ -362,12 +389,16 @@ async def run_up(
     simulated_nodes: int = 0,
     scheduler: bool = True,
     admission_config: Path | None = None,
+    dashboard: bool = True,
+    dashboard_port: int = 0,
 ) -> int:
     check_data_dir(data.root)
     if admission_config is not None:
         _check_admission_config(admission_config)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
     port = pick_port(host, port)
+    if dashboard:
+        dashboard_port = pick_port("127.0.0.1", dashboard_port, flag="--dashboard-port")
     started = time.monotonic()
     say(f"inplace: starting a cluster in {data.root}")
     kubeconfigs = prepare(data, host=host, port=port)
@@ -433,6 +464,11 @@ async def run_up(
             await supervisor.start(simulator)
             watchers.append(asyncio.create_task(supervisor.watch(simulator)))
             say(f"  ✓ {simulated_nodes} simulated node(s) sim-1..{simulated_nodes}")
+        if dashboard:
+            board, url = dashboard_component(data, port=dashboard_port)
+            await supervisor.start(board)
+            watchers.append(asyncio.create_task(supervisor.watch(board)))
+            say(f"  ✓ dashboard on {url}")
         say(f"ready in {time.monotonic() - started:.1f}s. In another shell:")
         say(f"  export KUBECONFIG={kubeconfigs['admin']}")
         say("  kubectl get --raw /readyz")

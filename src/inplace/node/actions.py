@@ -4,20 +4,21 @@
 keeps and records deletions and events, so the agent's logic runs without a server);
 :class:`ClientActions` is the real one over :class:`~inplace.client.Client`. The Node and
 its Lease are written by :class:`~inplace.node.registration.NodeRegistration`, not here.
-Events are fire and forget: a slow API server never stalls a pod worker.
+Events go through the shared recorder (:class:`inplace.client.events.EventRecorder`, as
+kubelet's: correlated, counted, spam-filtered, posted in the background), so a slow API server
+never stalls a pod worker.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from inplace.api.timestamps import rfc3339
-from inplace.client import EVENTS, PODS, APIConflictError, APIError, APINotFoundError, Client
+from inplace.api.conditions import KUBELET
+from inplace.client import PODS, APIConflictError, APINotFoundError, Client
+from inplace.client.events import EventRecorder, ObjectRef
+from inplace.client.status import ComputeStatus, write_pod_status
 
 __all__ = ["ClientActions", "NodeActions", "PodRef"]
 
@@ -38,11 +39,12 @@ class PodRef(Protocol):
 
 
 class NodeActions(Protocol):
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
-        """Strategic-merge-patch ``pods/NAME/status`` with ``{"status": status}``; the pod
-        as written, or None when it is gone."""
+        """Write ``compute(current)`` to ``pods/NAME/status`` under the status-writers rule
+        (:func:`inplace.client.status.write_status`: re-read and recompute on a conflict);
+        the pod as written, or None when it is gone."""
         ...
 
     async def confirm_deletion(self, pod: PodRef) -> None:
@@ -50,8 +52,8 @@ class NodeActions(Protocol):
         are stopped, as kubelet does; a pod already gone or replaced is no error."""
         ...
 
-    def event(self, pod: PodRef, type_: str, reason: str, message: str) -> None:
-        """Record a core/v1 Event about the pod (never blocks)."""
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event about the pod or one of its containers (never blocks)."""
         ...
 
 
@@ -61,22 +63,12 @@ class ClientActions:
     def __init__(self, client: Client, node_name: str) -> None:
         self.client = client
         self.node_name = node_name
-        self._background: set[asyncio.Task[None]] = set()
+        self.recorder = EventRecorder(client, component=KUBELET, host=node_name, workers=1)
 
-    async def patch_pod_status(
-        self, pod: PodRef, status: Mapping[str, Any]
+    async def write_pod_status(
+        self, pod: PodRef, current: Mapping[str, Any], compute: ComputeStatus
     ) -> dict[str, Any] | None:
-        try:
-            return await self.client.patch(
-                PODS,
-                pod.name,
-                {"status": dict(status)},
-                namespace=pod.namespace,
-                subresource="status",
-                patch_type="strategic",
-            )
-        except APINotFoundError:
-            return None
+        return await write_pod_status(self.client, pod.namespace, pod.name, current, compute)
 
     async def confirm_deletion(self, pod: PodRef) -> None:
         try:
@@ -90,48 +82,12 @@ class ClientActions:
         except (APINotFoundError, APIConflictError):
             pass
 
-    def event(self, pod: PodRef, type_: str, reason: str, message: str) -> None:
-        now = rfc3339()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{pod.name}.{uuid.uuid4().hex[:16]}",
-                "namespace": pod.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod.name,
-                "namespace": pod.namespace,
-                "uid": pod.uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "source": {"component": "kubelet", "host": self.node_name},
-            "reportingComponent": "kubelet",
-            "reportingInstance": self.node_name,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "eventTime": None,
-            "count": 1,
-        }
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self.recorder.event(ref, type_, reason, message)
 
-        async def post() -> None:
-            try:
-                await self.client.create(EVENTS, body, namespace=pod.namespace)
-            except APIError as exc:
-                log.warning("event %s for %s/%s: %s", reason, pod.namespace, pod.name, exc)
-
-        task = asyncio.ensure_future(post())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def start(self) -> None:
+        self.recorder.start()
 
     async def close(self) -> None:
-        """Cancel the events still being posted."""
-        for task in list(self._background):
-            task.cancel()
-        for task in list(self._background):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        """Stop posting events (those still queued are dropped, as at a kubelet's exit)."""
+        await self.recorder.stop()

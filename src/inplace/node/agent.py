@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from inplace.api.conditions import KUBELET, StatusPatch, status_update
 from inplace.client import PODS, Client, Informer, WorkQueue, key_of, run_workers
 
 from .actions import ClientActions, NodeActions
@@ -53,7 +54,7 @@ from .restore import restore
 from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
 from .stats import ContainerRef, StatsServer, UsageSampler
-from .status import StatusWriter, status_patch
+from .status import StatusWriter
 from .tokens import TokenManager
 from .volumes.manager import VolumeManager
 from .volumes.objects import APIClaims, WatchedObjects
@@ -66,7 +67,6 @@ __all__ = [
     "NodeAgent",
     "PodSource",
     "PodWorker",
-    "status_patch",
 ]
 
 log = logging.getLogger(__name__)
@@ -197,6 +197,8 @@ class NodeAgent:
         if self._own_stats:
             await self.stats.start()
         await self.registration.register()
+        if self._own_actions:
+            self._client_actions.start()
         tasks: list[asyncio.Task[Any]] = []
         if self._own_informer:
             tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))
@@ -330,6 +332,7 @@ class NodeAgent:
             if w is None:
                 return None
         w.pod = pod
+        w.observed_generation = w.generation
         try:
             requeue = await self.resizer.resize(w)
             await self.status.sync(w)
@@ -356,14 +359,19 @@ class NodeAgent:
             self._rejected.add(meta["uid"])
             log.info("rejecting %s: %s", key_of(pod), fit.message)
             message = f"Pod was rejected: {fit.message}"
-            status = {
+            fields = {
                 "phase": "Failed",
                 "reason": fit.reason,
                 "message": message,
                 "startTime": rfc3339(),
+                "observedGeneration": meta.get("generation"),
             }
+
+            def compute(current: Mapping[str, Any]) -> StatusPatch | None:
+                return status_update(current, writer=KUBELET, now=rfc3339(), fields=fields)
+
             ref = _Rejected(meta["namespace"], meta["name"], meta["uid"])
-            await self.ctx.actions.patch_pod_status(ref, status)
+            await self.ctx.actions.write_pod_status(ref, pod, compute)
             self.ctx.event(ref, fit.reason, message, warning=True)
             return None
         w = PodWorker.for_pod(pod, allocated=allocs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inplace.client import WorkQueue
+from inplace.client.events import ObjectRef
 
 from .actions import NodeActions, PodRef
 from .cgroups.base import CgroupDriver
@@ -88,5 +89,15 @@ class NodeContext:
         if not w.stopping:
             self.queue.add(w.key)
 
-    def event(self, pod: PodRef, reason: str, message: str, *, warning: bool = False) -> None:
-        self.actions.event(pod, "Warning" if warning else "Normal", reason, message)
+    def event(
+        self,
+        pod: PodRef,
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        field_path: str = "",
+    ) -> None:
+        """An event about the pod, or about one of its containers (``field_path``)."""
+        ref = ObjectRef(pod.namespace, pod.name, pod.uid, field_path=field_path)
+        self.actions.event(ref, "Warning" if warning else "Normal", reason, message)

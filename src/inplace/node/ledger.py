@@ -40,7 +40,8 @@ class Ledger:
         """The keys of the pods whose resize waits for room, first to be retried first."""
         pending = []
         for w in self.ctx.workers.values():
-            if not w.resize_conditions.get("PodResizePending"):
+            decision = w.resize_conditions.get("PodResizePending")
+            if decision is None or not decision.exists:
                 continue
             desired = desired_allocs(w.pod)
             increases = False

@@ -179,6 +179,7 @@ class Lifecycle:
         for c in reversed(w.spec.get("initContainers") or ()):
             proc = w.procs.get(c["name"])
             if proc is not None and w.containers[c["name"]].sidecar:
+                self.killing(w, c["name"])
                 await self.ctx.runtime.stop(proc, grace_period=w.grace_period())
         await asyncio.gather(*sidecars, return_exceptions=True)
 
@@ -238,6 +239,14 @@ class Lifecycle:
             )
             self.ctx.save(w)
             self.ctx.notify(w)
+            self.ctx.event(
+                w,
+                "BackOff",
+                f"Back-off restarting failed container {name} in pod "
+                f"{w.name}_{w.namespace}({w.uid})",
+                warning=True,
+                field_path=w.field_path(name),
+            )
             await asyncio.sleep(cs.backoff)
         cs.restart_count += 1
 
@@ -320,6 +329,7 @@ class Lifecycle:
                 )
             )
         except (ProcessStartError, CgroupError, OSError) as exc:
+            ctx.event(w, "Failed", f"Error: {exc}", warning=True, field_path=w.field_path(name))
             code = getattr(exc, "exit_code", None)
             os.makedirs(os.path.dirname(log_path), exist_ok=True)
             with open(log_path, "a") as fh:
@@ -332,6 +342,8 @@ class Lifecycle:
             ctx.notify(w)
             return None
         w.procs[name] = proc
+        ctx.event(w, "Created", f"Created container: {name}", field_path=w.field_path(name))
+        ctx.event(w, "Started", f"Started container {name}", field_path=w.field_path(name))
         cs.state, cs.reason, cs.message = "running", "", ""
         cs.pid, cs.started_at = proc.pid, rfc3339()
         cs.exit_code = cs.signal = None
@@ -358,7 +370,10 @@ class Lifecycle:
                 message = str(exc)
             cs.state, cs.reason, cs.message = "waiting", "CreateContainerConfigError", message
             if message != last:
-                self.ctx.event(w, "Failed", f"Error: {message}", warning=True)
+                field_path = w.field_path(c["name"])
+                self.ctx.event(
+                    w, "Failed", f"Error: {message}", warning=True, field_path=field_path
+                )
                 last = message
             self.ctx.notify(w)
             delay = SANDBOX_RETRY.next(delay)
@@ -375,6 +390,8 @@ class Lifecycle:
             w.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await w.task
+        for name in w.procs:
+            self.killing(w, name)
         stops = [self.ctx.runtime.stop(p, grace_period=grace) for p in w.procs.values()]
         results = await asyncio.gather(*stops, return_exceptions=True)
         for result in results:
@@ -384,6 +401,11 @@ class Lifecycle:
         await self.remove_cgroup(w.uid)
         await self.remove_sandbox(w.uid)
         self.ctx.checkpoints.remove(w.uid)
+
+    def killing(self, w: PodWorker, name: str, message: str = "") -> None:
+        """kubelet's ``Killing`` event, posted as a container is stopped."""
+        text = message or f"Stopping container {name}"
+        self.ctx.event(w, "Killing", text, field_path=w.field_path(name))
 
     async def remove_sandbox(self, uid: str) -> None:
         try:

@@ -42,7 +42,6 @@ __all__ = [
     "crash_backoff",
     "desired_allocs",
     "fits_allocatable",
-    "merge_conditions",
     "plan_resize",
     "pod_allocated_requests",
     "pod_phase",
@@ -459,41 +458,3 @@ def pod_phase(
     if failed and restart_policy == "OnFailure":
         return "Running"
     return "Failed" if failed else "Succeeded"
-
-
-_OWN_CONDITIONS: Final = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-
-
-def merge_conditions(
-    current: Sequence[Mapping[str, Any]],
-    wanted: Mapping[str, dict[str, Any] | None],
-    now: str,
-) -> list[dict[str, Any]]:
-    """Conditions after applying ``wanted`` (type → condition, None = remove) to ``current``;
-    others (e.g. the scheduler's ``PodResizeScheduled``) are kept. ``lastTransitionTime``
-    stays when the status did not change, as upstream does."""
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for cond in current:
-        ctype = cond.get("type", "")
-        if ctype in wanted:
-            seen.add(ctype)
-            new = wanted[ctype]
-            if new is None:
-                continue
-            merged = {"type": ctype, **new}
-            if cond.get("status") == new.get("status") and cond.get("lastTransitionTime"):
-                merged["lastTransitionTime"] = cond["lastTransitionTime"]
-            else:
-                merged["lastTransitionTime"] = now
-            merged.setdefault("lastProbeTime", None)
-            out.append(merged)
-        else:
-            out.append(dict(cond))
-    for ctype, new in wanted.items():
-        if ctype in seen or new is None:
-            continue
-        out.append({"type": ctype, "lastProbeTime": None, "lastTransitionTime": now, **new})
-    order = {t: i for i, t in enumerate(_OWN_CONDITIONS)}
-    out.sort(key=lambda c: order.get(c["type"], len(order)))
-    return out

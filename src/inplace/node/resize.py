@@ -20,6 +20,7 @@ import orjson
 
 from inplace.api.annotations import RESIZE_POLICY
 from inplace.api.backoff import RESIZE_RETRY
+from inplace.api.conditions import Decision, absent, present
 
 from .cgroups.base import CgroupError, CgroupResources, CgroupWriteError
 from .context import NodeContext
@@ -96,8 +97,9 @@ class Resizer:
         ]
         generation = w.generation
         if not changed and not unapplied:
-            if any(w.resize_conditions.values()):
-                w.resize_conditions = {"PodResizePending": None, "PodResizeInProgress": None}
+            # Nothing outstanding as of this generation: no resize is pending or in progress,
+            # whoever said so for an older one (a reverted resize leaves none behind).
+            w.resize_conditions = _settled(generation)
             w.resize_backoff = None
             return None
         restarts: list[str] = []
@@ -122,13 +124,8 @@ class Resizer:
                         f"capacity: {allocatable[idx]}"
                     )
                 w.resize_conditions = {
-                    "PodResizePending": {
-                        "status": "True",
-                        "reason": reason,
-                        "message": message,
-                        "observedGeneration": generation,
-                    },
-                    "PodResizeInProgress": None,
+                    "PodResizePending": present(generation, "True", reason, message),
+                    "PodResizeInProgress": absent(generation),
                 }
                 if w.last_resize_event != (generation, reason):
                     w.last_resize_event = (generation, reason)
@@ -152,8 +149,8 @@ class Resizer:
             started = "Pod resize started: " + _summary(w, changed)
             w.pending_events.append(("ResizeStarted", started, False))
         w.resize_conditions = {
-            "PodResizePending": None,
-            "PodResizeInProgress": {"status": "True", "observedGeneration": generation},
+            "PodResizePending": absent(generation),
+            "PodResizeInProgress": present(generation, "True"),
         }
         if restarts:
             await self.publish(w)
@@ -161,6 +158,14 @@ class Resizer:
             for n in restarts:
                 w.resume[n] = asyncio.Event()
                 w.started[n] = asyncio.Event()
+            for n in restarts:
+                if n in w.procs:
+                    self.ctx.event(
+                        w,
+                        "Killing",
+                        f"Container {n} resize requires restart",
+                        field_path=w.field_path(n),
+                    )
             stops = [
                 self.ctx.runtime.stop(w.procs[n], grace_period=w.grace_period())
                 for n in restarts
@@ -172,13 +177,8 @@ class Resizer:
         except CgroupWriteError as exc:
             message = f"resize of {w.key} could not be applied: {exc}"
             w.resize_conditions = {
-                "PodResizePending": None,
-                "PodResizeInProgress": {
-                    "status": "True",
-                    "reason": "Error",
-                    "message": message,
-                    "observedGeneration": generation,
-                },
+                "PodResizePending": absent(generation),
+                "PodResizeInProgress": present(generation, "True", "Error", message),
             }
             if w.last_resize_event != (generation, "Error", str(exc)):
                 w.last_resize_event = (generation, "Error", str(exc))
@@ -194,7 +194,7 @@ class Resizer:
             if w.containers[n].state == "running":
                 w.actual[n] = w.allocated.get(n, {})
         self.ctx.save(w)
-        w.resize_conditions = {"PodResizePending": None, "PodResizeInProgress": None}
+        w.resize_conditions = _settled(generation)
         w.resize_backoff = None
         w.last_resize_event = None
         completed = "Pod resize completed: " + _summary(w, names)
@@ -237,6 +237,10 @@ class Resizer:
             current[path] = old
             containers.append((path, old, driver.normalize(container_cgroup(w.allocated[n]))))
         return plan_resize(pod_path, pod_old, pod_new, containers), current
+
+
+def _settled(generation: int | None) -> dict[str, Decision]:
+    return {"PodResizePending": absent(generation), "PodResizeInProgress": absent(generation)}
 
 
 def _summary(w: PodWorker, names: list[str]) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from inplace.api.conditions import Decision
+
 from .checkpoint import ContainerCheckpoint, PodCheckpoint
 from .model import Alloc, ContainerState, pod_allocated_requests, pod_phase
 from .runtime import ExitStatus, ProcessSpec, RunningProcess
@@ -60,7 +62,12 @@ class PodWorker:
     finishing: bool = False
     """The app containers ended for good; sidecars are being stopped, not restarted."""
     cg_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    resize_conditions: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    resize_conditions: dict[str, Decision] = field(default_factory=dict)
+    """The agent's latest decisions on ``PodResizePending``/``PodResizeInProgress``, each for
+    the generation it was made for (so it never overrides a newer one, see
+    :mod:`inplace.api.conditions`)."""
+    observed_generation: int | None = None
+    """The pod generation the agent last acted on (``status.observedGeneration``)."""
     resize_backoff: float | None = None
     last_resize_event: tuple[Any, ...] | None = None
     restart_for_resize: set[str] = field(default_factory=set)
@@ -124,6 +131,12 @@ class PodWorker:
             if c["name"] == name:
                 return dict(c)
         raise KeyError(name)
+
+    def field_path(self, container: str) -> str:
+        """How an event names one container (kubelet's container reference)."""
+        cs = self.containers.get(container)
+        kind = "initContainers" if cs is not None and cs.init else "containers"
+        return f"spec.{kind}{{{container}}}"
 
     def resizable(self) -> list[str]:
         """The containers a resize applies to: app containers and sidecars."""

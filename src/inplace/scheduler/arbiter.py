@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from inplace.api.backoff import RESIZE_RETRY
+from inplace.api.conditions import absent, present
 from inplace.api.resources import GUARANTEED
-from inplace.api.timestamps import rfc3339
 from inplace.client import (
     APIError,
     APINotFoundError,
@@ -165,18 +165,6 @@ class _Plan:
     victims: list[PodEntry] = field(default_factory=list)
 
 
-def _condition(kind: str, generation: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastProbeTime": None,
-        "lastTransitionTime": rfc3339(),
-    }
-
-
 class ResizeArbiter:
     """Decides resizes node by node from the scheduler's :class:`NodeCache`."""
 
@@ -200,12 +188,19 @@ class ResizeArbiter:
         self.waiting: dict[str, _Waiting] = {}
         self.approved: dict[str, int] = {}
         """Pod key → generation approved (until the informer shows the condition)."""
+        self.infeasible: dict[str, int] = {}
+        """Pod key → generation decided Infeasible: its new size is never charged to the
+        node, not even while the condition saying so is on its way (see
+        :meth:`NodeCache.release_resize`)."""
         self.decisions = 0
 
     # -- events ------------------------------------------------------------------------------
 
     def is_approved(self, info: PodInfo) -> bool:
         return self.approved.get(info.key) == info.generation
+
+    def is_infeasible(self, info: PodInfo) -> bool:
+        return self.infeasible.get(info.key) == info.generation
 
     def pod_changed(self, info: PodInfo) -> None:
         """A bound pod was added or updated (after the cache was updated)."""
@@ -224,6 +219,7 @@ class ResizeArbiter:
     def forget(self, key: str) -> None:
         self.waiting.pop(key, None)
         self.approved.pop(key, None)
+        self.infeasible.pop(key, None)
 
     def node_changed(self, node: str) -> None:
         """Something on ``node`` freed room (a pod left or shrank, allocatable rose)."""
@@ -314,6 +310,10 @@ class ResizeArbiter:
                 self.cache.approve_resize(info.key, info.target_cpu, info.target_memory)
                 self.approved[info.key] = info.generation
                 del self.waiting[info.key]
+            elif verdict.decision is Decision.INFEASIBLE:
+                self.infeasible[info.key] = info.generation
+                if self.cache.release_resize(info.key) and self.on_room_freed is not None:
+                    self.on_room_freed(node)
             elif verdict.decision is Decision.PREEMPT:
                 for victim in verdict.victims:
                     ventry = self.cache.pods.get(victim.key)
@@ -382,16 +382,13 @@ class ResizeArbiter:
         decision = verdict.decision
         if decision is Decision.APPROVE:
             self._count(decision)
-            patch = {
-                "status": {
-                    "conditions": [
-                        _condition("PodResizeScheduled", plan.generation, "", verdict.message),
-                        {"type": "PodResizePending", "$patch": "delete"},
-                    ]
-                }
-            }
+            # PodResizePending, if the arbiter wrote one, is cleared by the node agent when it
+            # allocates the resize (as upstream's kubelet clears it): it sees the condition
+            # by the same watch event that brings the approval, and no write on this path
+            # has to be a compare-and-swap against the agent's own.
+            approval = {"PodResizeScheduled": present(plan.generation, "True", "", verdict.message)}
             try:
-                await self.actions.patch_status(info, patch)
+                await self.actions.write_status(info, conditions=approval)
             except APINotFoundError:
                 self.forget(info.key)
             except (APIError, ConnectionError) as exc:
@@ -420,16 +417,12 @@ class ResizeArbiter:
 
     async def _pending(self, plan: _Plan, reason: str, event: str, message: str = "") -> None:
         text = message or plan.verdict.message
-        patch = {
-            "status": {
-                "conditions": [
-                    _condition("PodResizePending", plan.generation, reason, text),
-                    {"type": "PodResizeScheduled", "$patch": "delete"},
-                ]
-            }
+        pending = {
+            "PodResizePending": present(plan.generation, "True", reason, text),
+            "PodResizeScheduled": absent(plan.generation),
         }
         try:
-            await self.actions.patch_status(plan.info, patch)
+            await self.actions.write_status(plan.info, conditions=pending)
         except APINotFoundError:
             self.forget(plan.info.key)
             return

@@ -309,10 +309,19 @@ class NodeCache:
         self.com_cpu[slot] += sign * entry.com_cpu
         self.com_mem[slot] += sign * entry.com_mem
 
-    def _charges(self, info: PodInfo, approved: bool) -> tuple[int, int, int, int]:
+    def _charges(
+        self, info: PodInfo, approved: bool, infeasible: bool
+    ) -> tuple[int, int, int, int]:
         """(placement cpu, mem, committed cpu, mem) of a pod."""
         if not info.resize_pending:
             return info.cpu, info.memory, info.cpu, info.memory
+        if infeasible:
+            return (
+                info.committed_cpu,
+                info.committed_memory,
+                info.committed_cpu,
+                info.committed_memory,
+            )
         if approved:
             cpu = max(info.cpu, info.target_cpu)
             mem = max(info.memory, info.target_memory)
@@ -320,12 +329,20 @@ class NodeCache:
         return info.cpu, info.memory, info.committed_cpu, info.committed_memory
 
     def add_pod(
-        self, info: PodInfo, node: str, *, assumed: bool = False, approved: bool = False
+        self,
+        info: PodInfo,
+        node: str,
+        *,
+        assumed: bool = False,
+        approved: bool = False,
+        infeasible: bool = False,
     ) -> tuple[int, int] | None:
         """Charge ``info`` to ``node`` (replacing any previous charge of the same key).
 
         Returns the previous ``(cpu, mem)`` placement charge, or None if it is new. An
-        assumed pod stays assumed until the informer reports it bound (``assumed`` False)."""
+        assumed pod stays assumed until the informer reports it bound (``assumed`` False).
+        ``approved``/``infeasible``: the arbiter decided the pod's pending resize (its
+        condition may not be in ``info`` yet)."""
         old = self.pods.get(info.key)
         previous: tuple[int, int] | None = None
         keep_victim = False
@@ -333,7 +350,7 @@ class NodeCache:
             previous = (old.cpu, old.mem)
             keep_victim = old.victim
             self._remove_entry(old)
-        cpu, mem, com_cpu, com_mem = self._charges(info, approved)
+        cpu, mem, com_cpu, com_mem = self._charges(info, approved, infeasible)
         entry = PodEntry(
             info=info,
             node=node,
@@ -399,6 +416,21 @@ class NodeCache:
             self.com_mem[entry.slot] += new_mem - entry.com_mem
         entry.cpu, entry.mem = new_cpu, new_mem
         entry.com_cpu, entry.com_mem = new_cpu, new_mem
+
+    def release_resize(self, key: str) -> bool:
+        """Stop charging a resize decided Infeasible: the pod counts at what it holds
+        (committed) in the placement totals too. True if that freed room."""
+        entry = self.pods.get(key)
+        if entry is None or (entry.cpu, entry.mem) == (entry.com_cpu, entry.com_mem):
+            return False
+        freed_cpu, freed_mem = entry.cpu - entry.com_cpu, entry.mem - entry.com_mem
+        if entry.slot is not None:
+            self.req_cpu[entry.slot] -= freed_cpu
+            self.req_mem[entry.slot] -= freed_mem
+            self.free_cpu[entry.slot] += freed_cpu
+            self.free_mem[entry.slot] += freed_mem
+        entry.cpu, entry.mem = entry.com_cpu, entry.com_mem
+        return freed_cpu > 0 or freed_mem > 0
 
     def pods_on(self, node: str) -> Iterator[PodEntry]:
         for key in self.node_pods.get(node, ()):

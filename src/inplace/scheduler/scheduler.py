@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from inplace.api.timestamps import rfc3339
+from inplace.api.conditions import present
 from inplace.client import (
     NODES,
     PODDISRUPTIONBUDGETS,
@@ -41,8 +41,9 @@ from inplace.client import (
     LoopClock,
     key_of,
 )
+from inplace.client.events import EventRecorder
 
-from .actions import ClientActions, ClusterActions, EventRecorder
+from .actions import COMPONENT, ClientActions, ClusterActions
 from .arbiter import ResizeArbiter
 from .cache import NodeCache, PodEntry
 from .framework import (
@@ -120,7 +121,7 @@ class Scheduler:
         if actions is None:
             if client is None:
                 raise ValueError("a Scheduler without a client needs actions")
-            self.recorder = EventRecorder(client)
+            self.recorder = EventRecorder(client, component=COMPONENT)
             actions = ClientActions(client, self.recorder)
         self.actions = actions
         self.budget_objects: dict[str, Mapping[str, Any]] = {}
@@ -130,6 +131,7 @@ class Scheduler:
             metrics=self.metrics,
             clock=self.clock,
             budgets=self.budgets,
+            on_room_freed=self._resize_released,
         )
         self._requests_memo: RequestsMemo = {}
         self.pending: dict[str, PodInfo] = {}
@@ -174,7 +176,10 @@ class Scheduler:
                     self._room_freed(entry.node)
                 return
             previous = self.cache.add_pod(
-                info, info.node_name, approved=self.arbiter.is_approved(info)
+                info,
+                info.node_name,
+                approved=self.arbiter.is_approved(info),
+                infeasible=self.arbiter.is_infeasible(info),
             )
             if previous is not None and (info.cpu < previous[0] or info.memory < previous[1]):
                 self._room_freed(info.node_name)
@@ -202,6 +207,11 @@ class Scheduler:
         entry = self.cache.remove_pod(key)
         if entry is not None:
             self._room_freed(entry.node)
+
+    def _resize_released(self, node: str) -> None:
+        """A resize decided Infeasible stopped holding room on ``node``: pods waiting for
+        room may fit now."""
+        self.queue.move_all("PodRemovedOrShrunk")
 
     def _room_freed(self, node: str) -> None:
         self.queue.move_all("PodRemovedOrShrunk")
@@ -343,22 +353,11 @@ class Scheduler:
                 self._spawn(self._set_unschedulable(info, message))
 
     async def _set_unschedulable(self, info: PodInfo, message: str) -> None:
-        patch = {
-            "status": {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": "Unschedulable",
-                        "message": message,
-                        "lastProbeTime": None,
-                        "lastTransitionTime": rfc3339(),
-                    }
-                ]
-            }
+        unschedulable = {
+            "PodScheduled": present(info.generation, "False", "Unschedulable", message)
         }
         with contextlib.suppress(APIError, ConnectionError):
-            await self.actions.patch_status(info, patch)
+            await self.actions.write_status(info, conditions=unschedulable)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -436,9 +435,7 @@ class Scheduler:
 
     async def _preempt(self, preemptor: PodInfo, victims: Victims, entries: list[PodEntry]) -> None:
         with contextlib.suppress(APIError, ConnectionError):
-            await self.actions.patch_status(
-                preemptor, {"status": {"nominatedNodeName": victims.node}}
-            )
+            await self.actions.write_status(preemptor, fields={"nominatedNodeName": victims.node})
         violating = {v.key for v in victims.pods if v.violates_budget}
         for entry in entries:
             victim = entry.info
