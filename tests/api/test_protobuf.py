@@ -171,8 +171,8 @@ def test_envelope_errors() -> None:
         decode_object(b'{"kind": "Pod"}')
     with pytest.raises(ProtobufError, match="apiVersion and kind are required"):
         decode_object(MAGIC + ld(2, b""))
-    with pytest.raises(ProtobufError, match="no protobuf schema for kind 'Secret'"):
-        decode_object(envelope("v1", "Secret", b""))
+    with pytest.raises(ProtobufError, match="no protobuf schema for kind 'PersistentVolume'"):
+        decode_object(envelope("v1", "PersistentVolume", b""))
     with pytest.raises(ProtobufError, match="unsupported encoding 'gzip'"):
         decode_object(envelope("v1", "Pod", b"", extra=ld(3, "gzip")))
     with pytest.raises(ProtobufError, match="unsupported content type"):

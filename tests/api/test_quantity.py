@@ -18,6 +18,7 @@ from inplace.api.quantity import (
     Quantity,
     QuantityError,
     parse_quantity,
+    serialize,
 )
 
 DSI = Format.DECIMAL_SI
@@ -674,3 +675,78 @@ def test_round_trip_of_constructed_values(nanos: int, fmt: Format) -> None:
 @given(st.integers(min_value=-(2**62), max_value=2**62))
 def test_binary_integers_round_trip(units: int) -> None:
     _assert_round_trip(Quantity.from_int(units, BSI))
+
+
+# --------------------------------------------------------------------------- serialize
+# What the API server writes back: MarshalJSON(UnmarshalJSON(value)). Upstream keeps the text
+# as sent when ParseQuantity's fast path judges it canonical (quantity.go, "if the number is
+# in canonical form, reuse the string"), quirks included.
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        # The issue's pod.
+        ("0.5", "500m"),
+        ("1.5Gi", "1536Mi"),
+        ("1000m", "1"),
+        ("2048Mi", "2Gi"),
+        # JSON numbers are parsed from their text.
+        (0.5, "500m"),
+        (2, "2"),
+        (2.0, "2"),
+        (None, "0"),
+        # Canonical already: kept.
+        ("100m", "100m"),
+        ("1500m", "1500m"),
+        ("1k", "1k"),
+        ("12e6", "12e6"),
+        ("1E3", "1E3"),
+        ("1023Ki", "1023Ki"),
+        ("-1", "-1"),
+        ("0", "0"),
+        # Not canonical: rewritten.
+        ("1000k", "1M"),
+        ("1024Ki", "1Mi"),
+        ("0.1", "100m"),
+        ("1.0", "1"),
+        ("1.50", "1500m"),
+        ("10.5m", "10500u"),
+        ("5e-1", "500e-3"),
+        ("1.5n", "2n"),
+        ("00", "0"),
+        ("0Gi", "0"),
+        ("1536Ki", "1536Ki"),
+        ("1Ei", "1Ei"),
+        ("123456789012345678901", "123456789012345678901"),
+        ("  3 ", "3"),
+        # Upstream's fast path keeps these as sent, and so do we.
+        ("+1", "+1"),
+        ("012", "012"),
+        ("012Mi", "012Mi"),
+        ("1.G", "1.G"),
+    ],
+)
+def test_serialize_table(sent: object, stored: str) -> None:
+    assert serialize(sent) == stored
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "1.5.5", "1Qi", True, [1]])
+def test_serialize_refuses_what_does_not_parse(bad: object) -> None:
+    with pytest.raises(QuantityError):
+        serialize(bad)
+
+
+@given(quantity_texts())
+def test_serialize_keeps_the_value_and_is_idempotent(text: str) -> None:
+    stored = serialize(text)
+    assert Quantity.parse(stored) == Quantity.parse(text)
+    assert serialize(stored) == stored  # a second write changes nothing
+    if stored != text:
+        assert stored == str(Quantity.parse(text))  # rewritten means: the canonical form
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15))
+def test_serialize_of_json_integers_is_that_of_their_digits(value: int) -> None:
+    assert serialize(value) == serialize(str(value))
+    assert Quantity.parse(serialize(value)) == Quantity.parse(value)

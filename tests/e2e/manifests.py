@@ -7,6 +7,44 @@ metadata:
   name: tour
   labels: {purpose: e2e}
 ---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: tour}
+data: {MODE: fast, GREETING: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: credentials, namespace: tour}
+stringData: {PASSWORD: s3cret}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: tour}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: tour}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: web, namespace: tour}
+subsets:
+- addresses: [{ip: 10.244.0.5}]
+  ports: [{port: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-1
+  namespace: tour
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+endpoints: [{addresses: [10.244.0.5]}]
+ports: [{port: 8080, protocol: TCP}]
+---
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: batch-high}

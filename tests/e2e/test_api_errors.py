@@ -160,7 +160,10 @@ def test_stale_resource_version_is_409(raw: Raw) -> None:
     assert "the object has been modified" in body["message"]
 
 
-def test_resize_changing_an_image_is_422(raw: Raw) -> None:
+def test_resize_ignores_what_is_not_resources(raw: Raw) -> None:
+    """Upstream's resize strategy takes only resources and resize policies from the body: an
+    image sent to pods/resize is ignored (200, nothing changes), not refused."""
+    _, before = raw.call("GET", "/api/v1/namespaces/default/pods/subject")
     patch = {"spec": {"containers": [{"name": "main", "image": "other:1"}]}}
     status, body = raw.call(
         "PATCH",
@@ -168,10 +171,9 @@ def test_resize_changing_an_image_is_422(raw: Raw) -> None:
         patch,
         content_type="application/strategic-merge-patch+json",
     )
-    assert status == 422, body
-    assert "spec.containers[0].image" in body["message"] or any(
-        "image" in c.get("field", "") for c in body["details"].get("causes", [])
-    ), body
+    assert status == 200, body
+    assert body["spec"]["containers"][0]["image"] == before["spec"]["containers"][0]["image"]
+    assert body["metadata"]["generation"] == before["metadata"]["generation"]
 
 
 def test_qos_changing_resize_is_422(raw: Raw) -> None:

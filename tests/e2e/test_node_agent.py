@@ -240,7 +240,7 @@ def test_node_registered_with_lease(node_cluster: Cluster) -> None:
     assert labels["kubernetes.io/os"] == "linux"
     status = node["status"]
     assert status["allocatable"]["cpu"] == "1"
-    assert status["allocatable"]["memory"] == "1048576Ki"
+    assert status["allocatable"]["memory"] == "1Gi"  # reported 1048576Ki, stored canonical
     assert status["nodeInfo"]["kubeletVersion"] == "v1.33.0-inplace"
     assert status["nodeInfo"]["containerRuntimeVersion"] == "inplace://0.1.0"
     assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0

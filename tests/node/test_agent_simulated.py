@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from inplace.apiserver.auth import SIMULATOR_USER
 from inplace.apiserver.nodemetrics import NodeMetricsProvider
 from inplace.client import (
@@ -23,55 +21,11 @@ from inplace.client import (
 )
 from inplace.node.agent import AgentConfig
 from inplace.node.runtime import ProcessSpec
-from inplace.node.simulated import (
-    SimulatedRuntime,
-    UsageProfile,
-    parse_profile,
-    profile_for,
-    run_simulated,
-)
+from inplace.node.simulated import SimulatedRuntime, run_simulated
 from tests.conftest import InProcessServer
 from tests.poll import await_until
 
 Mi = 2**20
-
-
-@pytest.mark.parametrize(
-    ("raw", "at", "expected"),
-    [
-        ({"cpu": "250m", "memory": "100Mi"}, 0, (250, 100 * Mi)),
-        ({"cpu": "250m", "memory": "100Mi"}, 1e6, (250, 100 * Mi)),
-        (
-            {"ramp": {"from": {"cpu": "100m", "memory": "0"}, "to": {"cpu": "1"}, "seconds": 10}},
-            5,
-            (550, 0),
-        ),
-        ({"ramp": {"from": {"cpu": "100m"}, "to": {"cpu": "1"}, "seconds": 10}}, 99, (1000, 0)),
-        ({"points": [[10, "1", "1Gi"], [0, "0", "0"]]}, 2.5, (250, 256 * Mi)),
-        ({"points": [[0, "1", "1Gi"], [10, "0", "0"]]}, -1, (1000, 1024 * Mi)),
-    ],
-)
-def test_profiles(raw: dict[str, Any], at: float, expected: tuple[int, int]) -> None:
-    assert parse_profile(raw).at(at) == expected
-
-
-@pytest.mark.parametrize("raw", [[], {"cpu": "lots"}, {"points": [[0, "1"]]}])
-def test_bad_profiles(raw: Any) -> None:
-    with pytest.raises(ValueError):
-        parse_profile(raw)
-
-
-def test_profile_per_container() -> None:
-    pod = {
-        "metadata": {
-            "annotations": {
-                "inplace.dev/usage-profile": json.dumps({"a": {"cpu": "1"}, "b": {"memory": "1Mi"}})
-            }
-        }
-    }
-    assert profile_for(pod, "a") == UsageProfile(((0.0, 1000, 0),))
-    assert profile_for(pod, "b") == UsageProfile(((0.0, 0, Mi),))
-    assert profile_for({"metadata": {}}, "a") is None
 
 
 async def test_simulated_runtime(tmp_path: Path) -> None:

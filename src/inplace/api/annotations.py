@@ -26,8 +26,11 @@ OOM_KILL_DISABLE: Final = "inplace.dev/oom-kill-disable"
 resize raises the limit. ``"false"`` (the default) keeps the kernel's behaviour."""
 
 USAGE_PROFILE: Final = "inplace.dev/usage-profile"
-"""JSON: the usage a simulated node reports for the pod (constant, ramp or points; see
-:func:`inplace.node.simulated.parse_profile`)."""
+"""JSON: the usage a simulated node reports for the pod's containers: one profile for all,
+or an object of profiles by container name. A profile is constant (``{"cpu": "250m",
+"memory": "100Mi"}``), a ramp (``{"ramp": {"from": {...}, "to": {...}, "seconds": 600}}``)
+or points (``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}``, seconds since the
+container started). Parsed and validated by :mod:`inplace.api.usage_profile`."""
 
 # -- on nodes --------------------------------------------------------------------------------
 

@@ -20,9 +20,10 @@ Sources, so the behaviour can be checked against them:
   selector (needs ``metadata.uid``, so the API server must assign the uid first).
 
 Not defaulted, as in v1.33: ``resizePolicy`` (upstream removed its explicit defaulting in
-v1.33; an absent policy means ``NotRequired``), ``serviceAccountName`` (no service accounts
-here), and a pod's ``priority`` when it names a ``priorityClassName`` (resolving the class
-is the API server's admission step, it needs the store).
+v1.33; an absent policy means ``NotRequired``), and what admission decides with the store at
+hand: a pod's ``serviceAccountName`` (``default`` unless named, the ServiceAccount admission
+step) and its ``priority`` when it names a ``priorityClassName``. The deprecated
+``serviceAccount`` field mirrors ``serviceAccountName`` as upstream's v1 conversion makes it.
 
 Every function tolerates malformed input (wrong JSON types anywhere): it defaults what it
 can and leaves the rest for validation to reject, so defaulting can never turn bad input
@@ -31,10 +32,12 @@ into a 500.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.validation.services import externally_accessible
 
 if TYPE_CHECKING:
     from inplace.api.kinds import Kind
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = [
     "apply_defaults",
     "default_deployment",
+    "default_endpoint_slice",
+    "default_endpoints",
     "default_job",
     "default_namespace",
     "default_node",
@@ -49,6 +54,8 @@ __all__ = [
     "default_priority_class",
     "default_replica_set",
     "default_role_binding",
+    "default_secret",
+    "default_service",
     "image_pull_policy",
     "spec_changed",
 ]
@@ -296,6 +303,11 @@ def _pod_spec(spec: dict[str, Any], *, is_pod: bool) -> None:
     if spec.get("terminationGracePeriodSeconds") is None:
         spec["terminationGracePeriodSeconds"] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
     _setdefault(spec, "schedulerName", DEFAULT_SCHEDULER_NAME)
+    # v1 conversion: serviceAccount is the deprecated alias of serviceAccountName.
+    if not spec.get("serviceAccountName") and isinstance(spec.get("serviceAccount"), str):
+        spec["serviceAccountName"] = spec["serviceAccount"]
+    if isinstance(spec.get("serviceAccountName"), str) and spec["serviceAccountName"]:
+        spec["serviceAccount"] = spec["serviceAccountName"]
     for key in ("containers", "initContainers", "ephemeralContainers"):
         for container in _dicts(spec, key):
             _container(container, is_pod=is_pod and key != "ephemeralContainers")
@@ -514,3 +526,67 @@ def default_role_binding(obj: dict[str, Any], on_create: bool) -> None:
     for subject in _dicts(obj, "subjects"):
         if subject.get("kind") in ("User", "Group"):
             _setdefault(subject, "apiGroup", _RBAC_GROUP)
+
+
+# -- configuration and services ------------------------------------------------------------------
+
+
+def default_secret(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_Secret`` (type ``Opaque``) and the v1 conversion of ``stringData``: each
+    entry overwrites ``data`` (base64-encoded) and the field itself is not stored."""
+    _setdefault(obj, "type", "Opaque")
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data")
+        if not isinstance(data, dict):
+            data = obj["data"] = {}
+        for key, value in string_data.items():
+            if isinstance(value, str):
+                data[key] = base64.b64encode(value.encode()).decode()
+
+
+def default_service(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_Service``: no session affinity (ClientIP's 3-hour timeout when asked
+    for), ``ClusterIP``, TCP ports whose target is their own port, ``Cluster`` traffic
+    policies, node ports for load balancers."""
+    spec = _existing_dict(obj, "spec")
+    if spec is None:
+        return
+    _setdefault(spec, "sessionAffinity", "None")
+    if spec.get("sessionAffinity") == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec.get("sessionAffinity") == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+    _setdefault(spec, "type", "ClusterIP")
+    for port in _dicts(spec, "ports"):
+        _setdefault(port, "protocol", "TCP")
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port")
+    if externally_accessible(spec):
+        _setdefault(spec, "externalTrafficPolicy", "Cluster")
+    if spec.get("internalTrafficPolicy") is None and spec.get("type") in (
+        "NodePort",
+        "LoadBalancer",
+        "ClusterIP",
+    ):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
+def default_endpoints(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_EndpointPort``: TCP."""
+    for subset in _dicts(obj, "subsets"):
+        for port in _dicts(subset, "ports"):
+            _setdefault(port, "protocol", "TCP")
+
+
+def default_endpoint_slice(obj: dict[str, Any], on_create: bool) -> None:
+    """discovery ``SetDefaults_EndpointPort``: an unnamed TCP port."""
+    for port in _dicts(obj, "ports"):
+        if port.get("name") is None:
+            port["name"] = ""
+        _setdefault(port, "protocol", "TCP")

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from inplace.api import defaults, lifecycle, selectors, tables
-from inplace.api.strategy import Strategy, SubresourceUpdate, reset_status
-from inplace.api.validation import autoscaling, cluster, pods, rbac, resize, workloads
+from inplace.api import defaults, lifecycle, selectors, services, tables
+from inplace.api.strategy import Strategy, SubresourceUpdate
+from inplace.api.validation import autoscaling, cluster, config, pods, rbac, resize, workloads
+from inplace.api.validation import services as service_rules
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,15 @@ _REVIEW = Strategy(bumps_generation=False)
 
 _POD = Strategy(
     defaults=defaults.default_pod,
-    admit=lifecycle.admit_pod_priority,
+    admit=lifecycle.admit_pod,
     prepare_for_create=lifecycle.prepare_pod_for_create,
     validate=pods.validate_pod_create,
     validate_update=pods.validate_pod_update,
     validate_status_update=pods.validate_pod_status_update,
-    subresources={"resize": SubresourceUpdate(reset_status, resize.validate_pod_resize)},
+    prepare_for_status_update=lifecycle.prepare_pod_status_update,
+    subresources={
+        "resize": SubresourceUpdate(lifecycle.prepare_pod_resize, resize.validate_pod_resize)
+    },
     table=tables.POD_TABLE,
     selectable_fields=selectors.POD_FIELDS,
     grace_period=lifecycle.pod_grace_period,
@@ -152,6 +156,103 @@ KINDS: tuple[Kind, ...] = (
             validate=cluster.validate_event,
             table=tables.EVENT_TABLE,
             selectable_fields=selectors.EVENT_FIELDS,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "ConfigMap",
+        "configmaps",
+        True,
+        ("cm",),
+        model="V1ConfigMap",
+        strategy=Strategy(
+            validate=config.validate_config_map,
+            validate_update=config.validate_config_map_update,
+            table=tables.CONFIG_MAP_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "Secret",
+        "secrets",
+        True,
+        model="V1Secret",
+        strategy=Strategy(
+            defaults=defaults.default_secret,
+            validate=config.validate_secret,
+            validate_update=config.validate_secret_update,
+            table=tables.SECRET_TABLE,
+            selectable_fields=selectors.SECRET_FIELDS,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        True,
+        ("sa",),
+        model="V1ServiceAccount",
+        strategy=Strategy(
+            validate=config.validate_service_account,
+            validate_update=config.validate_service_account_update,
+            table=tables.SERVICE_ACCOUNT_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "Service",
+        "services",
+        True,
+        ("svc",),
+        ("status",),
+        ("all",),
+        model="V1Service",
+        strategy=Strategy(
+            defaults=defaults.default_service,
+            prepare_for_update=services.prepare_service_for_update,
+            allocate=services.allocate_service,
+            validate=service_rules.validate_service,
+            validate_update=service_rules.validate_service_update,
+            validate_status_update=service_rules.validate_service_status_update,
+            table=tables.SERVICE_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "Endpoints",
+        "endpoints",
+        True,
+        ("ep",),
+        model="V1Endpoints",
+        strategy=Strategy(
+            defaults=defaults.default_endpoints,
+            validate=service_rules.validate_endpoints,
+            table=tables.ENDPOINTS_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        True,
+        model="V1EndpointSlice",
+        strategy=Strategy(
+            defaults=defaults.default_endpoint_slice,
+            validate=service_rules.validate_endpoint_slice,
+            validate_update=service_rules.validate_endpoint_slice_update,
+            table=tables.ENDPOINT_SLICE_TABLE,
             bumps_generation=False,
         ),
     ),

@@ -1,7 +1,9 @@
-"""Create- and delete-time rules of the kinds that have them, named by their strategies.
+"""Create-, update- and delete-time rules of the kinds that have them, named by their
+strategies.
 
-Upstream's ``PrepareForCreate`` and ``CheckGracefulDelete`` of a resource's strategy, and the
-admission plugins that belong to one kind (``Priority`` for pods). Each takes plain JSON and
+Upstream's ``PrepareForCreate``, ``PrepareForUpdate`` of a subresource (``pods/resize``) and
+``CheckGracefulDelete`` of a resource's strategy, and the admission plugins that belong to one
+kind (``ServiceAccount`` and ``Priority`` for pods). Each takes plain JSON and
 raises :class:`~inplace.api.strategy.Rejected` to refuse a request, so the API server runs
 them without knowing which kind they are for.
 """
@@ -12,11 +14,57 @@ from collections.abc import Mapping
 from typing import Any
 
 from inplace.api.resources import qos_class
-from inplace.api.strategy import ObjectReader, Rejected
+from inplace.api.strategy import ObjectReader, Rejected, copy_json
+from inplace.api.timestamps import rfc3339
 
-__all__ = ["admit_pod_priority", "pod_grace_period", "prepare_pod_for_create"]
+__all__ = [
+    "DEFAULT_SERVICE_ACCOUNT",
+    "admit_pod",
+    "admit_pod_priority",
+    "admit_pod_service_account",
+    "pod_grace_period",
+    "prepare_pod_for_create",
+    "prepare_pod_resize",
+    "prepare_pod_status_update",
+]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+_SERVICE_ACCOUNT = ("", "ServiceAccount")
+_MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+#: The ServiceAccount every namespace has and every pod runs as unless it names another.
+DEFAULT_SERVICE_ACCOUNT = "default"
+
+
+def admit_pod(pod: dict[str, Any], objects: ObjectReader) -> None:
+    """A new pod's admission steps, in upstream's plugin order."""
+    admit_pod_service_account(pod, objects)
+    admit_pod_priority(pod, objects)
+
+
+def admit_pod_service_account(pod: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``ServiceAccount`` admission plugin: a pod runs as the ``default``
+    ServiceAccount unless it names one, and the one it runs as must exist (the API server
+    creates ``default`` with each namespace). Mirror pods are left alone. Mounting the
+    account's token is not this step's business here."""
+    meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and _MIRROR_POD_ANNOTATION in annotations:
+        return
+    spec = pod.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    name = spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT
+    if not isinstance(name, str):
+        return  # validation reports the wrong type
+    spec["serviceAccountName"] = name
+    spec["serviceAccount"] = name
+    namespace = meta.get("namespace") or "default"
+    if objects.get(*_SERVICE_ACCOUNT, name, namespace) is None:
+        raise Rejected(
+            403,
+            f'pods "{meta.get("name", "")}" is forbidden: error looking up service account '
+            f'{namespace}/{name}: serviceaccount "{name}" not found',
+        )
 
 
 def admit_pod_priority(pod: dict[str, Any], objects: ObjectReader) -> None:
@@ -48,13 +96,61 @@ def admit_pod_priority(pod: dict[str, Any], objects: ObjectReader) -> None:
 
 def prepare_pod_for_create(pod: dict[str, Any]) -> None:
     """Upstream's pod ``PrepareForCreate``: the status is the server's (``Pending``, and the
-    QoS class the resources give), whatever the request said."""
+    QoS class the resources give), whatever the request said; a pod with scheduling gates
+    says so in a ``PodScheduled=False`` condition (``SchedulingGated``)."""
     status: dict[str, Any] = {"phase": "Pending"}
     try:
         status["qosClass"] = qos_class(pod)
     except ValueError:
         pass  # invalid quantities: validation reports them by field
+    spec = pod.get("spec")
+    if isinstance(spec, Mapping) and spec.get("schedulingGates"):
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(),
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ]
     pod["status"] = status
+
+
+def prepare_pod_status_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Upstream's ``podStatusStrategy.PrepareForUpdate``: owner references stay (old kubelets
+    corrupted them), a status without a QoS class keeps the stored one, and an
+    ``observedGeneration`` a writer leaves out (or sends as 0) keeps its stored value, for
+    the pod and for each condition, matched by type in order (``preserveOldObservedGeneration``:
+    a writer that does not know the field cannot erase another's)."""
+    meta = new.setdefault("metadata", {})
+    old_meta = old.get("metadata") or {}
+    if "ownerReferences" in old_meta:
+        meta["ownerReferences"] = copy_json(old_meta["ownerReferences"])
+    else:
+        meta.pop("ownerReferences", None)
+    status = new.get("status")
+    old_status = old.get("status")
+    if not isinstance(status, dict) or not isinstance(old_status, Mapping):
+        return
+    if not status.get("qosClass") and old_status.get("qosClass"):
+        status["qosClass"] = old_status["qosClass"]
+    if not status.get("observedGeneration") and old_status.get("observedGeneration"):
+        status["observedGeneration"] = old_status["observedGeneration"]
+    remembered: dict[Any, list[Any]] = {}
+    for condition in old_status.get("conditions") or ():
+        if isinstance(condition, Mapping):
+            remembered.setdefault(condition.get("type"), []).append(
+                condition.get("observedGeneration")
+            )
+    for condition in status.get("conditions") or ():
+        if not isinstance(condition, dict):
+            continue
+        queue = remembered.get(condition.get("type"))
+        previous = queue.pop(0) if queue else None
+        if not condition.get("observedGeneration") and previous:
+            condition["observedGeneration"] = previous
 
 
 def pod_grace_period(pod: Mapping[str, Any], requested: Any) -> int:
@@ -71,3 +167,66 @@ def pod_grace_period(pod: Mapping[str, Any], requested: Any) -> int:
     except (TypeError, ValueError):
         raise Rejected(400, f"gracePeriodSeconds: invalid value {requested!r}") from None
     return max(grace, 0)
+
+
+#: What ``pods/resize`` takes from a container in the request (upstream's reset-fields filter).
+_RESIZE_FIELDS = ("resources", "resizePolicy")
+#: The metadata a subresource write never changes (upstream ``ResetObjectMetaForStatus``,
+#: beyond the identity and timestamps every update keeps).
+_RESET_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _resize_containers(new: Any, old: Any) -> Any:
+    """Upstream ``dropNonResizeUpdatesForContainers``: the stored containers with each one's
+    ``resources`` and ``resizePolicy`` from the request; the request's list as sent when a
+    container was renamed or moved (validation refuses that)."""
+    if not isinstance(new, list) or not isinstance(old, list) or not new:
+        return new
+    merged = []
+    for new_c, old_c in zip(new, old, strict=True):
+        if not isinstance(new_c, Mapping) or not isinstance(old_c, Mapping):
+            return new
+        if new_c.get("name") != old_c.get("name"):
+            return new
+        container = copy_json(old_c)
+        for key in _RESIZE_FIELDS:
+            if new_c.get(key) is not None:
+                container[key] = copy_json(new_c[key])
+            else:
+                container.pop(key, None)
+        merged.append(container)
+    return merged
+
+
+def prepare_pod_resize(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Upstream's ``podResizeStrategy.PrepareForUpdate`` (``dropNonResizeUpdates``): of the
+    request, only the containers' (and init containers') ``resources`` and ``resizePolicy``
+    count; the rest of the spec, the status, labels, annotations, finalizers and owner
+    references stay as stored. So ``kubectl replace --subresource resize -f pod.json`` of an
+    applied pod works whatever else the file says (its last-applied annotation included). A
+    request that adds, removes, renames or reorders containers is kept as sent, for
+    validation to refuse."""
+    new_spec = new.get("spec")
+    old_spec = old.get("spec")
+    if not isinstance(new_spec, dict) or not isinstance(old_spec, Mapping):
+        return
+    for key in ("containers", "initContainers"):
+        sent, stored = new_spec.get(key) or [], old_spec.get(key) or []
+        if not isinstance(sent, list) or not isinstance(stored, list) or len(sent) != len(stored):
+            return
+    containers = _resize_containers(new_spec.get("containers"), old_spec.get("containers"))
+    init = _resize_containers(new_spec.get("initContainers"), old_spec.get("initContainers"))
+    spec = copy_json(old_spec)
+    if containers is not None:
+        spec["containers"] = containers
+    if init is not None:
+        spec["initContainers"] = init
+    new["spec"] = spec
+    new["status"] = copy_json(old.get("status", {}))
+    meta = new.setdefault("metadata", {})
+    old_meta = old.get("metadata") or {}
+    for key in _RESET_METADATA:
+        if key in old_meta:
+            meta[key] = copy_json(old_meta[key])
+        else:
+            meta.pop(key, None)

@@ -11,6 +11,7 @@ from typing import Final
 
 __all__ = [
     "byte_len",
+    "dns1035_label_errors",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
     "label_value_errors",
@@ -29,6 +30,11 @@ _DNS1123_SUBDOMAIN_MSG: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
     "or '.', and must start and end with an alphanumeric character"
 )
+_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_MSG: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character"
+)
 _QNAME_CHAR_FMT: Final = "[A-Za-z0-9]"
 _QNAME_EXT_CHAR_FMT: Final = "[-A-Za-z0-9_.]"
 _QNAME_FMT: Final = f"({_QNAME_CHAR_FMT}{_QNAME_EXT_CHAR_FMT}*)?{_QNAME_CHAR_FMT}"
@@ -42,6 +48,7 @@ _LABEL_VALUE_MSG: Final = (
     "'.', and must start and end with an alphanumeric character"
 )
 _DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
+_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _QNAME_RE: Final = re.compile(_QNAME_FMT)
 _LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
@@ -78,6 +85,16 @@ def dns1123_label_errors(value: str) -> list[str]:
             errs.append("must not contain dots")
         else:
             errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """Upstream ``IsDNS1035Label`` (Service names)."""
+    errs = []
+    if byte_len(value) > 63:
+        errs.append(max_len_error(63))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 

@@ -97,6 +97,11 @@ _TABLE: dict[tuple[str, str], FieldPatchMeta] = {
     ("V1NodeStatus", "addresses"): _m("merge", "type"),
     # core/v1 Namespace
     ("V1NamespaceStatus", "conditions"): _m("merge", "type"),
+    # core/v1 Service and ServiceAccount (ServiceAccount.imagePullSecrets: atomic; Endpoints'
+    # subsets and discovery/v1 EndpointSlice's lists: atomic)
+    ("V1ServiceSpec", "ports"): _m("merge", "port"),
+    ("V1ServiceStatus", "conditions"): _m("merge", "type"),
+    ("V1ServiceAccount", "secrets"): _m("merge", "name"),
     # apps/v1
     ("V1DeploymentSpec", "strategy"): _m("retainKeys"),
     ("V1DeploymentStatus", "conditions"): _m("merge", "type"),

@@ -17,6 +17,10 @@ What upstream does, and so do we (``k8s.io/apimachinery/pkg/api/resource``):
   leaves no fraction (``"1.5" -> "1500m"``, ``"1.5Gi" -> "1536Mi"``, ``"2048Mi" -> "2Gi"``);
   binary SI values under 1024 or not whole are written in decimal SI.
 * The format of ``a + b`` / ``a - b`` is ``a``'s, unless ``a`` is zero (then ``b``'s).
+* What the API server writes back for a quantity it was sent (:func:`serialize`) is
+  ``MarshalJSON`` after ``UnmarshalJSON``: the canonical form, except that upstream's parser
+  keeps the text as given when its fast path judges it canonical already, with the quirks of
+  that judgement (``"+1"``, ``"012"`` and ``"1.G"`` come back as sent).
 
 Where we differ, deliberately:
 
@@ -48,6 +52,7 @@ __all__ = [
     "Quantity",
     "QuantityError",
     "parse_quantity",
+    "serialize",
 ]
 
 SPLIT_RE_STRING: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -436,3 +441,73 @@ _ZERO: Final = Quantity(0, Format.DECIMAL_SI)
 def parse_quantity(text: str | int | float) -> Quantity:
     """Alias of :meth:`Quantity.parse`."""
     return Quantity.parse(text)
+
+
+_MAX_INT64_FACTORS: Final = 18
+
+
+def _keeps_text(text: str) -> bool:
+    """Whether upstream's ``ParseQuantity`` keeps `text` as the quantity's string (its fast
+    path, ``// if the number is in canonical form, reuse the string``), so that
+    ``MarshalJSON`` writes `text` back unchanged instead of the canonical form."""
+    if text == "0":
+        return True
+    m = _QUANTITY_RE.fullmatch(text)
+    if m is None:
+        return False
+    _, whole, frac, suffix = m.groups()
+    num = whole.lstrip("0") or "0"  # parseQuantityString strips leading zeros
+    denom = frac or ""
+    _, exponent, fmt = _interpret_suffix(text, suffix)
+    mantissa = 1
+    if fmt is Format.BINARY_SI:
+        scale = 0
+        if exponent >= 0 and not denom:
+            mantissa = 1 << exponent
+            precision = 15 - len(num) - int(exponent * 3 / 10) - 1
+        else:
+            precision = -1
+    else:
+        scale = exponent
+        precision = _MAX_INT64_FACTORS - (len(num) + len(denom))
+    if precision < 0:
+        return False
+    scale -= len(denom)
+    if scale < -9:
+        return False
+    shifted = num + denom
+    value = int(shifted)
+    if value * mantissa > _MAX_INT64:  # int64Multiply overflowed: the slow path
+        return False
+    if fmt is Format.BINARY_SI:
+        return exponent % 10 == 0 and value & 0x07 != 0
+    return scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+
+
+def serialize(value: object) -> str:
+    """The string upstream's API server stores and returns for a quantity it was sent as
+    `value` (a JSON string or number): ``UnmarshalJSON`` then ``MarshalJSON``. ``0.5`` gives
+    ``"500m"``, ``"1.5Gi"`` gives ``"1536Mi"``, ``"1000m"`` gives ``"1"``; a JSON ``null`` is
+    the zero quantity, ``"0"``. Raises :class:`QuantityError` for what does not parse.
+
+    A JSON number is judged by the text Python gives it back (``1e3`` was decoded to
+    ``1000.0`` before we see it, and comes back ``"1k"`` where upstream keeps ``"1e3"``)."""
+    if value is None:
+        return "0"
+    if isinstance(value, bool):
+        raise QuantityError(value)
+    if isinstance(value, str):
+        text = value.strip()
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        raise QuantityError(value)
+    quantity = Quantity.parse(text)
+    try:
+        if _keeps_text(text):
+            return text
+    except QuantityError:
+        pass
+    return str(quantity)

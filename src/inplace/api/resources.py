@@ -358,13 +358,15 @@ def _has_cpu_and_memory(limits: Mapping[str, Quantity]) -> bool:
     return all(name in limits for name in _QOS_RESOURCES)
 
 
-def qos_class(pod: Mapping[str, Any]) -> str:
+def qos_class(pod: Mapping[str, Any], *, requests_from_limits: bool = True) -> str:
     """The QoS class the pod's spec gives it (upstream ``ComputePodQOS``).
 
     Only cpu and memory count. ``BestEffort``: no non-zero request or limit anywhere.
     ``Guaranteed``: every container (init ones too) limits both cpu and memory, and requests
     equal limits. Otherwise ``Burstable``. Pod-level ``spec.resources``, when set, decide
-    alone. ``status.qosClass`` is ignored; see :func:`get_pod_qos`.
+    alone. ``status.qosClass`` is ignored; see :func:`get_pod_qos`. A container's missing
+    request counts as its limit (what defaulting stores) unless `requests_from_limits` is
+    False, for a pod exactly as given (upstream's function applied to an undefaulted pod).
     """
     requests: ResourceList = {}
     limits: ResourceList = {}
@@ -382,7 +384,12 @@ def qos_class(pod: Mapping[str, Any]) -> str:
         spec = _spec(pod)
         for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
             c_limits = _positive_qos(container_limits(c).items())
-            _add_into(requests, _positive_qos(container_requests(c).items()))
+            c_requests = (
+                container_requests(c)
+                if requests_from_limits
+                else parse_resource_list(_resources(c).get("requests"))
+            )
+            _add_into(requests, _positive_qos(c_requests.items()))
             _add_into(limits, c_limits)
             if not _has_cpu_and_memory(c_limits):
                 guaranteed = False

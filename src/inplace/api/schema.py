@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Final
 
+from inplace.api.godecode import base64_error
 from inplace.api.kinds import REGISTRY, Kind
 from inplace.api.models import dict_value, is_model, list_element, model_class, model_fields
 
@@ -452,9 +453,18 @@ def is_crd(kind: Kind) -> bool:
     return kind.model is None and kind.stored
 
 
+#: The pattern controller-gen writes for a ``resource.Quantity`` field of a CRD.
+_CRD_QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
+    r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
 def _crd_type(node: Mapping[str, Any], go_name: str) -> Type:
     if node.get("x-kubernetes-int-or-string"):
-        return Type(Tag.INT_OR_STRING)
+        # A Go resource.Quantity in the CRD's type: int-or-string with the quantity pattern.
+        is_quantity = node.get("pattern") == _CRD_QUANTITY_PATTERN
+        return Type(Tag.INT_OR_STRING, ref=QUANTITY_NAME if is_quantity else None)
     type_ = node.get("type")
     if type_ == "object":
         if "properties" in node:
@@ -769,6 +779,8 @@ def _entry(t: Type) -> _Entry:
         return (None, _LIST if tag is Tag.LIST else _MAP, t, 0, _entry(t.elem))
     if tag is Tag.ANY:
         return (None, _ANY, t, 0, None)
+    if tag is Tag.BYTES:  # every value takes the slow path: base64 is checked there
+        return (frozenset(), _SCALAR, t, 0, None)
     return (_ACCEPTS[tag], _SCALAR, t, _INT_LIMIT.get(tag, 0), None)
 
 
@@ -883,6 +895,12 @@ class _Checker:
         accepts, _, t, limit, _ = entry
         assert accepts is not None
         kind = _json_type(value)
+        if t.tag is Tag.BYTES and kind is str:
+            problem = base64_error(value)
+            if problem is not None:
+                self.errors.append(problem)
+            return
+        accepts = accepts or _ACCEPTS[t.tag]
         if kind not in accepts:
             self.wrong(t, value, holder, path, gopath)
         elif kind is int and limit and not -limit <= value < limit:

@@ -32,6 +32,7 @@ __all__ = [
     "NODE_FIELDS",
     "POD_FIELDS",
     "REPLICA_SET_FIELDS",
+    "SECRET_FIELDS",
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
@@ -585,6 +586,7 @@ JOB_FIELDS: Final = SelectableFields(
 REPLICA_SET_FIELDS: Final = SelectableFields(
     {"status.replicas": lambda o: _count(o, "status", "replicas")}
 )
+SECRET_FIELDS: Final = SelectableFields({"type": _at("type")})
 
 
 def _escape_value(value: str) -> str:

@@ -14,6 +14,8 @@ What every kind gets without saying so (so it is not a field here):
 * the object itself keeps its stored ``status`` when the kind has a ``status`` subresource
   (:func:`keep_status`), and the ``status`` subresource keeps the stored ``spec``
   (:func:`keep_spec`) and runs no defaulting;
+* every quantity is stored and returned as upstream serializes it (``0.5`` → ``500m``,
+  :mod:`inplace.api.canonical`), on every write, subresources included;
 * a rejected field is a 422 listing every bad field
   (:class:`inplace.api.validation.ValidationError`); any other refusal raises
   :class:`Rejected` with upstream's code.
@@ -36,6 +38,7 @@ from inplace.api.validation.meta import validate_status_metadata
 
 __all__ = [
     "Admission",
+    "Allocator",
     "Defaulter",
     "GracePeriod",
     "ObjectReader",
@@ -83,6 +86,11 @@ class ObjectReader(Protocol):
 #: Mutating admission on create: may change the object, may consult other objects, raises
 #: :class:`Rejected` to refuse it.
 Admission = Callable[[dict[str, Any], ObjectReader], None]
+#: What the server hands out from a shared pool (a Service's cluster IP and node ports): given
+#: the object, the stored objects and, on update, the stored version (None on create). Raises
+#: :class:`inplace.api.validation.ValidationError` (a 422 naming the field) or
+#: :class:`Rejected`.
+Allocator = Callable[[dict[str, Any], ObjectReader, Mapping[str, Any] | None], None]
 
 
 class Rejected(Exception):
@@ -125,6 +133,16 @@ class Strategy:
     #: Upstream ``PrepareForCreate``: what the server sets whatever the request said (a pod's
     #: status starts ``Pending``).
     prepare_for_create: Callable[[dict[str, Any]], None] | None = None
+    #: Upstream ``PrepareForUpdate`` of the object itself, after the stored status is kept:
+    #: what the stored object lends a request that left it out (a Service's cluster IP).
+    prepare_for_update: Reset | None = None
+    #: Upstream ``PrepareForUpdate`` of the ``status`` subresource, after the stored spec is
+    #: kept: what else a status write may not change, or keeps when it leaves it out.
+    prepare_for_status_update: Reset | None = None
+    #: Allocation from a shared pool, on create and on updates of the object itself, before
+    #: validation; the API server runs one allocation of a kind at a time, against a cache
+    #: that has caught up with the store, so what it hands out is unique.
+    allocate: Allocator | None = None
     #: Upstream ``Validate`` (create). None: metadata only (name, namespace, labels, ...).
     validate: Validator | None = None
     #: Upstream ``ValidateUpdate`` of the object itself, metadata included. None: the

@@ -10,18 +10,22 @@ resourceVersion.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import logging
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
+from inplace.api.canonical import canonicalize_quantities
 from inplace.api.kinds import Kind, Registry
+from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
 from inplace.api.patch import (
     PatchError,
     apply_json_patch,
@@ -129,6 +133,7 @@ class REST:
         self.admission: list[ValidatingAdmission] = list(admission)
         self._namespaces = registry.by_kind("", "Namespace")
         self._objects = _CachedObjects(cache, registry)
+        self._allocation_lock = asyncio.Lock()
 
     def now(self) -> str:
         """The current time stamp, from the injected clock when there is one."""
@@ -217,19 +222,72 @@ class REST:
         obj["apiVersion"] = kind.api_version
         obj["kind"] = kind.kind
         api_defaults.apply_defaults(kind, obj)
+        canonicalize_quantities(kind, obj)
         self._prepare_for_create(kind, obj)
-        self._validate(lambda: validation.validate_create(kind, obj))
-        warnings += self._admit(
-            "CREATE", kind, namespace, str(meta.get("name") or ""), None, obj, None, user, dry_run
-        )
-        if dry_run:
-            return WriteResult(obj, created=True, warnings=warnings)
-        name = meta.get("name")
-        try:
-            entry = await self.store.create(kind.storage_key(str(name), namespace), obj)
-        except KeyExistsError:
-            raise already_exists(kind.plural, kind.group, str(name)) from None
+        async with self._allocating(kind):
+            self._allocate(kind, obj, None)
+            self._validate(lambda: validation.validate_create(kind, obj))
+            warnings += self._admit(
+                "CREATE",
+                kind,
+                namespace,
+                str(meta.get("name") or ""),
+                None,
+                obj,
+                None,
+                user,
+                dry_run,
+            )
+            if dry_run:
+                return WriteResult(obj, created=True, warnings=warnings)
+            name = meta.get("name")
+            try:
+                entry = await self.store.create(kind.storage_key(str(name), namespace), obj)
+            except KeyExistsError:
+                raise already_exists(kind.plural, kind.group, str(name)) from None
+        if kind is self._namespaces:
+            await self.ensure_default_service_account(str(name))
         return WriteResult(entry.value, created=True, warnings=warnings)
+
+    async def ensure_default_service_account(self, namespace: str) -> None:
+        """The ``default`` ServiceAccount of a namespace, created if missing (upstream's
+        serviceaccounts controller does it moments after the namespace appears; doing it
+        with the namespace means a pod created right after its namespace finds it)."""
+        accounts = self.registry.by_kind("", "ServiceAccount")
+        if accounts is None:
+            return
+        await self.cache.sync()
+        key = accounts.storage_key(DEFAULT_SERVICE_ACCOUNT, namespace)
+        if self.cache.get(accounts, key, namespace) is not None:
+            return
+        account = {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}}
+        try:
+            await self.create(accounts, namespace, account)
+        except StatusError as exc:
+            if exc.code not in (403, 404, 409):  # exists, or the namespace is going/gone
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _allocating(self, kind: Kind) -> AsyncIterator[None]:
+        """One allocation of a kind at a time, against a cache that has caught up with the
+        store: what was handed out by the previous one is seen by the next."""
+        if kind.strategy.allocate is None:
+            yield
+            return
+        async with self._allocation_lock:
+            await self.cache.sync()
+            yield
+
+    def _allocate(self, kind: Kind, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        allocate = kind.strategy.allocate
+        if allocate is None:
+            return
+        try:
+            allocate(obj, self._objects, old)
+        except Rejected as exc:
+            raise StatusError(exc.code, exc.message) from exc
+        except validation.ValidationError as exc:
+            raise StatusError(422, exc.message(), body=exc.status()) from exc
 
     async def _require_namespace(self, namespace: str) -> None:
         assert self._namespaces is not None
@@ -258,6 +316,8 @@ class REST:
                 strategy.admit(obj, self._objects)
             except Rejected as exc:
                 raise StatusError(exc.code, exc.message) from exc
+            except validation.ValidationError as exc:
+                raise StatusError(422, exc.message(), body=exc.status()) from exc
         if strategy.prepare_for_create is not None:
             strategy.prepare_for_create(obj)
 
@@ -404,8 +464,42 @@ class REST:
         meta.pop("resourceVersion", None)
         if defaults:
             api_defaults.apply_defaults(kind, new, on_create=False)
+        canonicalize_quantities(kind, new)
         if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if subresource is None and kind.strategy.allocate is not None:
+            async with self._allocating(kind):
+                self._allocate(kind, new, old)
+                return await self._store_update(
+                    kind,
+                    namespace,
+                    name,
+                    entry,
+                    new,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    user=user,
+                )
+        return await self._store_update(
+            kind, namespace, name, entry, new, subresource=subresource, dry_run=dry_run, user=user
+        )
+
+    async def _store_update(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        entry: Entry,
+        new: dict[str, Any],
+        *,
+        subresource: str | None,
+        dry_run: bool,
+        user: User | None,
+    ) -> WriteResult:
+        """Validate the update and compare-and-swap it in (or, with no finalizer left on a
+        deleted object, complete the deletion)."""
+        old = entry.value
+        meta = new["metadata"]
         self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
@@ -471,6 +565,8 @@ class REST:
         new = obj
         if subresource == "status":
             keep_spec(new, old)
+            if kind.strategy.prepare_for_status_update is not None:
+                kind.strategy.prepare_for_status_update(new, old)
             return new, False
         if subresource is not None:
             update = kind.strategy.subresources.get(subresource)
@@ -480,6 +576,8 @@ class REST:
             return new, update.defaults
         if "status" in kind.subresources:
             keep_status(new, old)
+        if kind.strategy.prepare_for_update is not None:
+            kind.strategy.prepare_for_update(new, old)
         return new, True
 
     # -- delete -------------------------------------------------------------------------------

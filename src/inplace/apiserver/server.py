@@ -36,6 +36,7 @@ from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
 from inplace.apiserver.authz.escalation import EscalationCheck
 from inplace.apiserver.authz.impersonation import Headers, impersonate
 from inplace.apiserver.authz.reconcile import Aggregator, reconcile_defaults
+from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.discovery import Discovery
 from inplace.apiserver.errors import StatusError, qualified
@@ -99,6 +100,7 @@ class APIServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = config.port
         self._namespaces = registry.by_kind("", "Namespace")
+        self._cluster: ClusterObjects | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -156,6 +158,8 @@ class APIServer:
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        self._cluster = ClusterObjects(self.rest, self.config.host, self.port)
+        await self._cluster.ensure()
         self._spawn(self._compact_loop(), "compact")
         if self.config.tune_gc:
             self._spawn(_gc_loop(), "gc")
@@ -208,7 +212,10 @@ class APIServer:
                     log.exception("compaction to %d failed", target)
 
     def _on_change(self, event: CachedEvent) -> None:
-        """Finish deleting a terminating namespace once its last object is gone."""
+        """Finish deleting a terminating namespace once its last object is gone; put back
+        the cluster's own objects when they are deleted."""
+        if self._cluster is not None:
+            self._cluster.on_change(event, self._spawn)
         if event.type == "DELETED" and event.namespace and event.kind.namespaced:
             assert self.cache is not None and self._namespaces is not None
             ns = self.cache.get(

@@ -39,6 +39,8 @@ from .errors import APIConnectionError, APIError, APIGoneError, error_from_statu
 __all__ = [
     "CONFIGMAPS",
     "DEPLOYMENTS",
+    "ENDPOINTS",
+    "ENDPOINTSLICES",
     "EVENTS",
     "JOBS",
     "LEASES",
@@ -53,6 +55,8 @@ __all__ = [
     "PRIORITYCLASSES",
     "REPLICASETS",
     "SECRETS",
+    "SERVICEACCOUNTS",
+    "SERVICES",
     "STORAGECLASSES",
     "VERTICALPODAUTOSCALERCHECKPOINTS",
     "VERTICALPODAUTOSCALERS",
@@ -134,13 +138,17 @@ PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 EVENTS = Resource("", "v1", "events", True, "Event")
+CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", True, "Secret")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
+SERVICES = Resource("", "v1", "services", True, "Service")
+ENDPOINTS = Resource("", "v1", "endpoints", True, "Endpoints")
+ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices", True, "EndpointSlice")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 REPLICASETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
 JOBS = Resource("batch", "v1", "jobs", True, "Job")
 PODDISRUPTIONBUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
-CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", True, "Secret")
 PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
 PERSISTENTVOLUMECLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")

@@ -147,6 +147,7 @@ class NodeAgent:
             sandboxes=PodSandboxes(config, volumes)
             if runtime is None
             else NoSandboxes(config, volumes),
+            objects=self.objects,
         )
         self.ledger = Ledger(self.ctx)
         self.pause = MemoryPause(self.ctx)

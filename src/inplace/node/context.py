@@ -18,6 +18,7 @@ from .cgroups.base import CgroupDriver
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .sandbox import PodSandboxes
+from .volumes.payload import ObjectReader
 from .worker import PodWorker, WorkloadRuntime
 
 __all__ = ["NodeContext", "NodePaths"]
@@ -61,6 +62,9 @@ class NodeContext:
     paths: NodePaths
     sandboxes: PodSandboxes
     """The pods' mount namespaces, volumes and launches (:mod:`.sandbox`)."""
+    objects: ObjectReader | None = None
+    """The ConfigMaps and Secrets the node's pods reference (volumes, environment); None in
+    tests that need none."""
     workers: dict[str, PodWorker] = field(default_factory=dict)
     """uid → worker."""
     by_key: dict[str, str] = field(default_factory=dict)

@@ -24,9 +24,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from inplace.api.backoff import Backoff
+from inplace.api.quantity import Format, Quantity
 
 from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
+from .env import container_env
 from .ledger import Ledger
 from .model import container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
@@ -44,7 +46,6 @@ log = logging.getLogger(__name__)
 CREATE_RETRY: Final = 1.0
 #: Back-off of a pod whose volumes or container configuration cannot be set up yet.
 SANDBOX_RETRY: Final = Backoff(1.0, 30.0)
-DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class Lifecycle:
@@ -137,7 +138,7 @@ class Lifecycle:
         while not w.stopping:
             try:
                 await self.ctx.sandboxes.prepare(
-                    w.pod, pod_memory_limit=pod_memory_limit, env_of=self._env_of(w)
+                    w.pod, pod_memory_limit=pod_memory_limit, env_of=await self._env_of(w)
                 )
                 if last:
                     self._set_waiting(w, "ContainerCreating", "")
@@ -163,9 +164,11 @@ class Lifecycle:
             if cs.state == "waiting":
                 cs.reason, cs.message = reason, message
 
-    def _env_of(self, w: PodWorker) -> dict[str, dict[str, str]]:
+    async def _env_of(self, w: PodWorker) -> dict[str, dict[str, str]]:
+        """Every container's environment as far as it resolves (for ``subPathExpr``; what
+        does not resolve is each container's own start to report)."""
         return {
-            c["name"]: self._container_env(w, c)
+            c["name"]: await self.container_env(w, c, lenient=True)
             for c in [*(w.spec.get("initContainers") or ()), *(w.spec.get("containers") or ())]
         }
 
@@ -274,27 +277,24 @@ class Lifecycle:
                 return
             await self._backoff(w, name)
 
-    def _container_env(self, w: PodWorker, c: Mapping[str, Any]) -> dict[str, str]:
-        env = {"PATH": DEFAULT_PATH, "HOSTNAME": w.name}
-        fields = {
-            "metadata.name": w.name,
-            "metadata.namespace": w.namespace,
-            "metadata.uid": w.uid,
-            "spec.nodeName": self.ctx.config.node_name,
-            "status.podIP": "127.0.0.1",
-            "status.hostIP": "127.0.0.1",
+    async def container_env(
+        self, w: PodWorker, c: Mapping[str, Any], *, lenient: bool = False
+    ) -> dict[str, str]:
+        """The container's environment (:mod:`.env`), its resources as the node allocated
+        them, so a process started after an in-place resize sees the new values; raises
+        :class:`~.env.EnvError` for what does not resolve unless `lenient`."""
+        cfg = self.ctx.config
+        allocatable = {
+            "cpu": Quantity.from_milli(cfg.cpu_milli),
+            "memory": Quantity.from_int(cfg.memory_bytes, Format.BINARY_SI),
         }
-        for item in c.get("env") or ():
-            name = item.get("name")
-            if not name:
-                continue
-            if "value" in item:
-                env[name] = str(item["value"])
-            else:
-                ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-                if ref in fields:
-                    env[name] = fields[ref]
-        return env
+        return await container_env(
+            _with_allocated(w),
+            c,
+            objects=self.ctx.objects,
+            node_allocatable=allocatable,
+            lenient=lenient,
+        )
 
     async def _start_container(self, w: PodWorker, name: str) -> RunningProcess | None:
         ctx = self.ctx
@@ -314,10 +314,10 @@ class Lifecycle:
                 w.actual[name] = alloc
                 if wants_memory_pause(w):
                     self.pause.arm(w, name)
-            env = self._container_env(w, c)
-            launch = await self._launch(w, c, env)
-            if launch is None:
+            started = await self._launch(w, c)
+            if started is None:
                 return None
+            env, launch = started
             proc = await ctx.runtime.start(
                 ProcessSpec(
                     command=[str(x) for x in command],
@@ -355,17 +355,20 @@ class Lifecycle:
         return proc
 
     async def _launch(
-        self, w: PodWorker, c: Mapping[str, Any], env: Mapping[str, str]
-    ) -> dict[str, Any] | None:
-        """The container's launch; while its configuration cannot be honoured it waits as
-        ``CreateContainerConfigError`` (upstream's reason and message) and is retried with
-        back-off, as kubelet retries it; None once the pod is stopping."""
+        self, w: PodWorker, c: Mapping[str, Any]
+    ) -> tuple[dict[str, str], dict[str, Any]] | None:
+        """The container's environment and launch; while its configuration cannot be
+        honoured (a ConfigMap or Secret key it reads is missing, a security setting cannot
+        be applied) it waits as ``CreateContainerConfigError`` (upstream's reason and
+        message) and is retried with back-off, as kubelet retries it; None once the pod is
+        stopping."""
         delay: float | None = None
         cs = w.containers[c["name"]]
         last = ""
         while not w.stopping:
             try:
-                return self.ctx.sandboxes.launch(w.pod, c, env)
+                env = await self.container_env(w, c)
+                return env, self.ctx.sandboxes.launch(w.pod, c, env)
             except ConfigError as exc:
                 message = str(exc)
             cs.state, cs.reason, cs.message = "waiting", "CreateContainerConfigError", message
@@ -422,3 +425,16 @@ class Lifecycle:
             except CgroupError:
                 await asyncio.sleep(0.1)
         log.warning("could not remove cgroup %s", path)
+
+
+def _with_allocated(w: PodWorker) -> dict[str, Any]:
+    """The pod with each container's resources as the node allocated them (kubelet builds
+    the environment from the allocated pod)."""
+    spec = dict(w.spec)
+    for key in ("containers", "initContainers"):
+        containers = []
+        for c in spec.get(key) or ():
+            alloc = w.allocated.get(c["name"])
+            containers.append({**c, "resources": alloc} if alloc is not None else c)
+        spec[key] = containers
+    return {**w.pod, "spec": spec}

@@ -425,7 +425,9 @@ class ContainerState:
             out["containerID"] = f"inplace://{self.pid}"
         if allocated is not None and allocated.get("requests"):
             out["allocatedResources"] = dict(allocated["requests"])
-        if actual:
+        if actual is not None and (actual or running):
+            # A running container always reports its resources, if none ({}): upstream's API
+            # server refuses to resize a pod whose running containers report none.
             out["resources"] = {k: dict(v) for k, v in actual.items()}
         return out
 

@@ -9,8 +9,8 @@ One process serves N nodes (``inplace node --simulated N``). Each is a full
   ``kubectl logs`` works;
 * the cgroup driver, :class:`~inplace.node.cgroups.NoneDriver`: limits are recorded, not
   applied (there is nothing to apply them to);
-* usage, which follows the pod annotation ``inplace.dev/usage-profile`` (see
-  :func:`parse_profile`) instead of cgroup readings.
+* usage, which follows the pod annotation ``inplace.dev/usage-profile`` (JSON, see
+  :mod:`inplace.api.usage_profile`) instead of cgroup readings.
 
 The nodes share one pod informer (one watch for all of them, indexed by node) and one stats
 endpoint (``/stats/summary?node=NAME``), so thousands of nodes cost thousands of small objects,
@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from inplace.api.annotations import SIMULATED, USAGE_PROFILE
-from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.usage_profile import UsageProfile, parse_profile, profile_for
 from inplace.client import PODS, Client, Informer
 
 from .agent import AgentConfig, NodeAgent
@@ -46,6 +44,7 @@ __all__ = [
     "SimulatedRuntime",
     "UsageProfile",
     "parse_profile",
+    "profile_for",
     "run_simulated",
 ]
 
@@ -94,86 +93,7 @@ class SimulatedRuntime:
         return fut.result()
 
 
-# -- usage profiles ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UsageProfile:
-    """CPU (milli-cores) and memory (bytes) over time since the container started: points
-    ``(seconds, cpu, memory)``, linearly interpolated, constant after the last one."""
-
-    points: tuple[tuple[float, int, int], ...]
-
-    def at(self, elapsed: float) -> tuple[int, int]:
-        pts = self.points
-        if not pts:
-            return (0, 0)
-        if elapsed <= pts[0][0]:
-            return pts[0][1], pts[0][2]
-        for (t0, c0, m0), (t1, c1, m1) in itertools.pairwise(pts):
-            if t0 <= elapsed <= t1:
-                f = 0.0 if t1 == t0 else (elapsed - t0) / (t1 - t0)
-                return int(c0 + (c1 - c0) * f), int(m0 + (m1 - m0) * f)
-        return pts[-1][1], pts[-1][2]
-
-
-def _cpu(value: Any) -> int:
-    return Quantity.parse(str(value)).milli_value()
-
-
-def _mem(value: Any) -> int:
-    return Quantity.parse(str(value)).value()
-
-
-def parse_profile(raw: Any) -> UsageProfile:
-    """One profile from its JSON value:
-
-    * constant — ``{"cpu": "250m", "memory": "100Mi"}``;
-    * ramp — ``{"ramp": {"from": {"cpu": "100m", "memory": "50Mi"},
-      "to": {"cpu": "1", "memory": "1Gi"}, "seconds": 600}}``;
-    * points — ``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}`` (seconds since the
-      container started, interpolated linearly).
-
-    Raises ValueError for anything else."""
-    if not isinstance(raw, Mapping):
-        raise ValueError("a usage profile is a JSON object")
-    try:
-        if "points" in raw:
-            points = []
-            for item in raw["points"]:
-                if not isinstance(item, Sequence) or len(item) != 3:
-                    raise ValueError("each point is [seconds, cpu, memory]")
-                points.append((float(item[0]), _cpu(item[1]), _mem(item[2])))
-            points.sort(key=lambda p: p[0])
-            return UsageProfile(tuple(points))
-        if "ramp" in raw:
-            ramp = raw["ramp"]
-            start, end = ramp.get("from") or {}, ramp.get("to") or {}
-            seconds = float(ramp.get("seconds", 60))
-            return UsageProfile(
-                (
-                    (0.0, _cpu(start.get("cpu", 0)), _mem(start.get("memory", 0))),
-                    (seconds, _cpu(end.get("cpu", 0)), _mem(end.get("memory", 0))),
-                )
-            )
-        return UsageProfile(((0.0, _cpu(raw.get("cpu", 0)), _mem(raw.get("memory", 0))),))
-    except (QuantityError, TypeError, KeyError) as exc:
-        raise ValueError(f"invalid usage profile: {exc}") from None
-
-
-def profile_for(pod: Mapping[str, Any], container: str) -> UsageProfile | None:
-    """The pod's profile for ``container``: the annotation holds one profile for every
-    container, or an object keyed by container name."""
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(PROFILE_ANNOTATION)
-    if not text:
-        return None
-    try:
-        raw = json.loads(text)
-        if isinstance(raw, dict) and container in raw and isinstance(raw[container], dict):
-            raw = raw[container]
-        return parse_profile(raw)
-    except ValueError:
-        return None
+# -- usage profiles (parsed in inplace.api.usage_profile, which validation shares) ---------------
 
 
 def simulated_usage(w: PodWorker, container: str) -> tuple[int, int]:

@@ -67,9 +67,9 @@ from tests.api.validation.builders import (
         ),
         (
             FieldError(
-                "FieldValueTooLong", "metadata.annotations", "must have at most 262144 bytes"
+                "FieldValueTooLong", "metadata.annotations", "may not be more than 262144 bytes"
             ),
-            "metadata.annotations: Too long: must have at most 262144 bytes",
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
         ),
         (
             FieldError("FieldValueInvalid", "x", "bad", 'quote " and\nnewline'),

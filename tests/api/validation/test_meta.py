@@ -44,7 +44,7 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             f'metadata.name: Invalid value: "Web": {DNS_SUBDOMAIN_MSG}',
             "metadata.namespace: Required value",
             f'metadata.labels: Invalid value: "{"x" * 64}": must be no more than 63 characters',
-            "metadata.annotations: Too long: must have at most 262144 bytes",
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
         ],
     ),
     (

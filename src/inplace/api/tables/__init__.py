@@ -10,7 +10,8 @@ Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too
 columns are the ones kubectl hides unless asked.
 
 One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
-`cluster` and `rbac`; a kind names its printer in its strategy (`inplace.api.kinds`).
+`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `rbac` and `services` (Services,
+Endpoints, EndpointSlices); a kind names its printer in its strategy (`inplace.api.kinds`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from inplace.api.tables.cluster import (
     PRIORITY_CLASS_TABLE,
     VPA_TABLE,
 )
+from inplace.api.tables.config import CONFIG_MAP_TABLE, SECRET_TABLE, SERVICE_ACCOUNT_TABLE
 from inplace.api.tables.pods import POD_TABLE
 from inplace.api.tables.printer import (
     DEFAULT_TABLE,
@@ -38,13 +40,17 @@ from inplace.api.tables.rbac import (
     ROLE_BINDING_TABLE,
     ROLE_TABLE,
 )
+from inplace.api.tables.services import ENDPOINT_SLICE_TABLE, ENDPOINTS_TABLE, SERVICE_TABLE
 from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
 
 __all__ = [
     "CLUSTER_ROLE_BINDING_TABLE",
     "CLUSTER_ROLE_TABLE",
+    "CONFIG_MAP_TABLE",
     "DEFAULT_TABLE",
     "DEPLOYMENT_TABLE",
+    "ENDPOINTS_TABLE",
+    "ENDPOINT_SLICE_TABLE",
     "EVENT_TABLE",
     "JOB_TABLE",
     "LEASE_TABLE",
@@ -56,6 +62,9 @@ __all__ = [
     "REPLICA_SET_TABLE",
     "ROLE_BINDING_TABLE",
     "ROLE_TABLE",
+    "SECRET_TABLE",
+    "SERVICE_ACCOUNT_TABLE",
+    "SERVICE_TABLE",
     "VPA_TABLE",
     "Column",
     "TablePrinter",

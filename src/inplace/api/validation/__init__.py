@@ -24,10 +24,9 @@ Deliberate differences, each because this server works on JSON rather than Go st
 * Composite bad values (objects, lists) are rendered as JSON where Go prints ``%#v``; string
   maps, the common case in selector errors, are printed the Go way
   (``map[string]string{"app":"web"}``). The diff appended to "pod updates may not change
-  fields other than ..." lists the changed fields instead of ``cmp.Diff`` output.
-* Pod resize (:func:`validate_resize`) names the offending field (``spec.containers[0].image:
-  Forbidden: only cpu and memory resources are mutable``). Upstream silently drops non-resize
-  changes sent to the ``resize`` subresource; rejecting them is safer than storing them.
+  fields other than ..." lists the changed fields instead of ``cmp.Diff`` output. A
+  ``[]string`` value is printed the Go way where upstream's messages show one
+  (``[]string{"10.96.0.10"}``).
 * Memory limit decreases on resize follow v1.34 (allowed; the node agent shrinks without
   killing, see DESIGN.md) unless ``allow_memory_limit_decrease=False`` asks for v1.33's rule.
 * Job pod templates accept changes to container resources (DESIGN.md "mutable template
@@ -209,12 +208,11 @@ def validate_resize(
     *,
     allow_memory_limit_decrease: bool = True,
 ) -> None:
-    """Validate a write to ``pods/NAME/resize`` (upstream ``ValidatePodResize``, v1.33).
-
-    Only the cpu and memory requests and limits of containers and sidecars, and their
-    ``resizePolicy``, may change; nothing may be removed; the QoS class must stay; the new
-    pod must be valid (requests <= limits, ``NotRequired`` policies for ``restartPolicy:
-    Never`` pods). Memory limit decreases are allowed (v1.34) unless
+    """Validate a write to ``pods/NAME/resize`` (upstream ``ValidatePodResize``; see
+    :mod:`inplace.api.validation.resize`): the resize strategy has already taken only the
+    containers' resources and resize policies from the request; only cpu and memory may
+    change, nothing may be removed, the QoS class must stay, containers keep their order
+    and the new pod must be valid. Memory limit decreases are allowed (v1.34) unless
     `allow_memory_limit_decrease` is False (v1.33: only with ``RestartContainer``).
     """
 

@@ -186,7 +186,9 @@ def not_supported(path: str, value: object, valid: Sequence[str]) -> FieldError:
 
 
 def too_long(path: str, max_bytes: int) -> FieldError:
-    return FieldError(TOO_LONG, path, f"must have at most {max_bytes} bytes", "")
+    """Upstream ``field.TooLong`` (v1.32+ wording)."""
+    unit = "byte" if max_bytes == 1 else "bytes"
+    return FieldError(TOO_LONG, path, f"may not be more than {max_bytes} {unit}", "")
 
 
 def too_many(path: str, actual: int, maximum: int) -> FieldError:

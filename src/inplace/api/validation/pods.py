@@ -11,12 +11,19 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICIES, RESIZE_POLICY
+from inplace.api.annotations import (
+    OOM_KILL_DISABLE,
+    RESIZE_POLICIES,
+    RESIZE_POLICY,
+    USAGE_PROFILE,
+)
 from inplace.api.names import (
     dns1123_label_errors,
     label_value_errors,
     qualified_name_errors,
 )
+from inplace.api.usage_profile import profile_errors
+from inplace.api.validation.env import validate_env, validate_env_from
 from inplace.api.validation.equality import diff, semantic
 from inplace.api.validation.errors import (
     IMMUTABLE_MSG,
@@ -136,24 +143,6 @@ def _validate_ports(errs: list[FieldError], value: object, path: str) -> None:
             errs.append(not_supported(child_path(idx, "protocol"), protocol, _PROTOCOLS))
 
 
-def _validate_env(errs: list[FieldError], value: object, path: str) -> None:
-    for i, env in enumerate(objects_in(as_list(errs, value, path))):
-        idx = index_path(path, i)
-        name = as_str(errs, env.get("name"), child_path(idx, "name"))
-        if not name:
-            errs.append(required(child_path(idx, "name")))
-        elif any(ord(ch) > 0x7F or not ch.isprintable() or ch == "=" for ch in name):
-            errs.append(
-                invalid(
-                    child_path(idx, "name"),
-                    name,
-                    "a valid environment variable name must consist only of printable ASCII "
-                    "characters other than '='",
-                )
-            )
-        as_str(errs, env.get("value"), child_path(idx, "value"))
-
-
 def _validate_string_list(errs: list[FieldError], value: object, path: str) -> None:
     for i, item in enumerate(as_list(errs, value, path)):
         as_str(errs, item, index_path(path, i))
@@ -227,7 +216,8 @@ def _validate_container_common(
     elif policy not in _TERMINATION_MESSAGE_POLICIES:
         errs.append(not_supported(tmp_path, policy, _TERMINATION_MESSAGE_POLICIES))
     _validate_ports(errs, container.get("ports"), child_path(path, "ports"))
-    _validate_env(errs, container.get("env"), child_path(path, "env"))
+    validate_env(errs, container.get("env"), child_path(path, "env"))
+    validate_env_from(errs, container.get("envFrom"), child_path(path, "envFrom"))
     mounts_path = child_path(path, "volumeMounts")
     mount_points: set[str] = set()
     for i, mount in enumerate(
@@ -500,9 +490,25 @@ def validate_preemption_policy(errs: list[FieldError], value: object, path: str)
 MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 
 
-def _validate_inplace_annotations(errs: list[FieldError], annotations: object, path: str) -> None:
+def _container_names(spec: object) -> list[str]:
+    return [
+        str(c.get("name"))
+        for key in ("containers", "initContainers")
+        for c in objects_in(spec.get(key) if isinstance(spec, Mapping) else None)
+    ]
+
+
+def _validate_inplace_annotations(
+    errs: list[FieldError], annotations: object, path: str, spec: object
+) -> None:
+    """Our annotations' formats (``inplace.api.annotations``), each refused at its key."""
     if not isinstance(annotations, Mapping):
         return
+    profile = annotations.get(USAGE_PROFILE)
+    if profile is not None:
+        problem = profile_errors(profile, _container_names(spec))
+        if problem is not None:
+            errs.append(invalid(key_path(path, USAGE_PROFILE), profile, problem))
     policy = annotations.get(RESIZE_POLICY)
     if policy is not None and policy not in RESIZE_POLICIES:
         errs.append(not_supported(key_path(path, RESIZE_POLICY), policy, RESIZE_POLICIES))
@@ -519,7 +525,9 @@ def validate_pod_template(errs: list[FieldError], value: object, path: str) -> M
     annotations = validate_annotations(
         errs, meta.get("annotations"), child_path(path, "annotations")
     )
-    _validate_inplace_annotations(errs, annotations, child_path(path, "annotations"))
+    _validate_inplace_annotations(
+        errs, annotations, child_path(path, "annotations"), template.get("spec")
+    )
     spec = _validate_pod_spec(errs, template.get("spec"), child_path(path, "spec"))
     if spec.get("ephemeralContainers"):
         errs.append(
@@ -542,7 +550,9 @@ def validate_pod_create(errs: list[FieldError], pod: Mapping[str, Any]) -> None:
 def validate_pod(errs: list[FieldError], pod: Mapping[str, Any], *, create: bool) -> None:
     """Upstream ``validatePodMetadataAndSpec`` plus, on create, ``ValidatePodCreate``'s rules."""
     meta = validate_object_meta(errs, pod, namespaced=True, name_fn=name_is_dns_subdomain)
-    _validate_inplace_annotations(errs, meta.get("annotations"), "metadata.annotations")
+    _validate_inplace_annotations(
+        errs, meta.get("annotations"), "metadata.annotations", pod.get("spec")
+    )
     spec = _validate_pod_spec(errs, pod.get("spec"), "spec")
     for key in ("containers", "initContainers"):
         for i, container in enumerate(objects_in(spec.get(key))):
@@ -587,7 +597,9 @@ def validate_pod_update(
         # was stored, so only the metadata needs a look. Full validation cost more than the
         # rest of the write path together.
         meta = validate_object_meta(errs, new, namespaced=True, name_fn=name_is_dns_subdomain)
-        _validate_inplace_annotations(errs, meta.get("annotations"), "metadata.annotations")
+        _validate_inplace_annotations(
+            errs, meta.get("annotations"), "metadata.annotations", new_spec
+        )
         return
     validate_pod(errs, new, create=False)
     for key in ("containers", "initContainers"):

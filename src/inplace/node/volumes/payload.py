@@ -27,7 +27,9 @@ __all__ = [
     "TokenSource",
     "configmap_payload",
     "downward_api_payload",
+    "field_value",
     "projected_payload",
+    "resource_value",
     "secret_payload",
     "service_account_token_payload",
     "volume_payload",
@@ -149,7 +151,8 @@ def format_map(values: Mapping[str, Any]) -> str:
     return "\n".join(f"{k}={json.dumps(str(values[k]))}" for k in sorted(values))
 
 
-def _field_value(pod: Mapping[str, Any], path: str) -> str:
+def field_value(pod: Mapping[str, Any], path: str) -> str:
+    """A downward API field of the pod's metadata (volumes; env adds spec and status ones)."""
     meta = pod.get("metadata") or {}
     for prefix, field in (("metadata.labels", "labels"), ("metadata.annotations", "annotations")):
         if path == prefix:
@@ -166,7 +169,7 @@ def _field_value(pod: Mapping[str, Any], path: str) -> str:
     raise SourceError(f"unsupported fieldPath: {path}")
 
 
-def _resource_value(p: Projection, ref: Mapping[str, Any], container_name: str) -> str:
+def resource_value(p: Projection, ref: Mapping[str, Any], container_name: str) -> str:
     """Upstream's ``ExtractContainerResourceValue``: the request or limit divided by the
     divisor, rounded up; a limit that is not set is the node's allocatable."""
     resource = str(ref.get("resource", ""))
@@ -205,10 +208,10 @@ async def downward_api_payload(
     out: dict[str, FileProjection] = {}
     for item in source.get("items") or ():
         if item.get("fieldRef"):
-            value = _field_value(p.pod, str(item["fieldRef"].get("fieldPath", "")))
+            value = field_value(p.pod, str(item["fieldRef"].get("fieldPath", "")))
         elif item.get("resourceFieldRef"):
             ref = item["resourceFieldRef"]
-            value = _resource_value(p, ref, str(ref.get("containerName", "")))
+            value = resource_value(p, ref, str(ref.get("containerName", "")))
         else:
             continue
         item_mode = item.get("mode")

@@ -1,0 +1,232 @@
+"""A container's environment as kubelet builds it: envFrom, env values with $(VAR)
+expansion, and every valueFrom, with kubelet's errors."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from inplace.api.quantity import Format, Quantity
+from inplace.node.env import EnvError, PodAddresses, container_env, expand
+
+
+class Objects:
+    def __init__(self, **objects: dict[str, Any]) -> None:
+        self.objects = objects
+        self.reads: list[tuple[str, str, str]] = []
+
+    async def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        self.reads.append((resource, namespace, name))
+        return self.objects.get(f"{resource}/{namespace}/{name}")
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+OBJECTS = Objects(
+    **{
+        "configmaps/shop/cfg": {"data": {"GREETING": "hello", "MODE": "fast", "bad=key": "x"}},
+        "secrets/shop/creds": {"data": {"PASSWORD": b64("s3cret"), "USER": b64("admin")}},
+    }
+)
+ALLOCATABLE = {
+    "cpu": Quantity.from_milli(2000),
+    "memory": Quantity.from_int(4 << 30, Format.BINARY_SI),
+}
+
+
+def pod(*containers: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web",
+            "namespace": "shop",
+            "uid": "u-1",
+            "labels": {"app": "web"},
+            "annotations": {"team": "a"},
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "serviceAccountName": "robot",
+            "containers": list(containers),
+        },
+    }
+
+
+def container(**fields: Any) -> dict[str, Any]:
+    return {
+        "name": "main",
+        "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}},
+        **fields,
+    }
+
+
+async def env_of(c: dict[str, Any], objects: Objects | None = OBJECTS) -> dict[str, str]:
+    result = await container_env(
+        pod(c),
+        c,
+        objects=objects,
+        node_allocatable=ALLOCATABLE,
+        addresses=PodAddresses(["10.0.0.2"], ["10.0.0.3", "fd00::3"]),
+    )
+    return {k: v for k, v in result.items() if k not in ("PATH", "HOSTNAME")}
+
+
+async def env_error(c: dict[str, Any], objects: Objects | None = OBJECTS) -> str:
+    with pytest.raises(EnvError) as info:
+        await env_of(c, objects)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expanded"),
+    [
+        ("plain", "plain"),
+        ("$(A)-$(B)", "1-two"),
+        ("$$(A)", "$(A)"),
+        ("$$", "$"),
+        ("$(UNKNOWN)", "$(UNKNOWN)"),
+        ("$(A", "$(A"),
+        ("$A", "$A"),
+        ("cost: 5$", "cost: 5$"),
+        ("$(A)$(A)", "11"),
+    ],
+)
+def test_expand(text: str, expanded: str) -> None:
+    assert expand(text, {"A": "1"}, {"B": "two"}) == expanded
+
+
+async def test_env_from_then_env_overrides_and_expands() -> None:
+    c = container(
+        envFrom=[
+            {"configMapRef": {"name": "cfg"}},
+            {"secretRef": {"name": "creds"}, "prefix": "DB_"},
+            {"configMapRef": {"name": "absent", "optional": True}},
+        ],
+        env=[
+            {"name": "MODE", "value": "slow"},
+            {"name": "URL", "value": "https://$(DB_USER):$(DB_PASSWORD)@db/$(MODE)"},
+        ],
+    )
+    assert await env_of(c) == {
+        "GREETING": "hello",
+        "MODE": "slow",
+        "DB_PASSWORD": "s3cret",
+        "DB_USER": "admin",
+        "URL": "https://admin:s3cret@db/slow",
+    }
+
+
+async def test_key_references() -> None:
+    c = container(
+        env=[
+            {"name": "G", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "GREETING"}}},
+            {"name": "P", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "PASSWORD"}}},
+            {
+                "name": "OPT",
+                "valueFrom": {"secretKeyRef": {"name": "creds", "key": "nope", "optional": True}},
+            },
+            {
+                "name": "GONE",
+                "valueFrom": {"configMapKeyRef": {"name": "x", "key": "k", "optional": True}},
+            },
+        ]
+    )
+    assert await env_of(c) == {"G": "hello", "P": "s3cret"}
+
+
+@pytest.mark.parametrize(
+    ("value_from", "message"),
+    [
+        ({"configMapKeyRef": {"name": "missing", "key": "k"}}, 'configmap "missing" not found'),
+        ({"secretKeyRef": {"name": "missing", "key": "k"}}, 'secret "missing" not found'),
+        (
+            {"configMapKeyRef": {"name": "cfg", "key": "absent"}},
+            "couldn't find key absent in ConfigMap shop/cfg",
+        ),
+        (
+            {"secretKeyRef": {"name": "creds", "key": "absent"}},
+            "couldn't find key absent in Secret shop/creds",
+        ),
+        ({"fieldRef": {"fieldPath": "metadata.labels"}}, "unsupported fieldPath: metadata.labels"),
+        ({"fieldRef": {"fieldPath": "spec.hostname"}}, "unsupported fieldPath: spec.hostname"),
+    ],
+)
+async def test_reference_errors_are_kubelets(value_from: dict[str, Any], message: str) -> None:
+    assert await env_error(container(env=[{"name": "X", "valueFrom": value_from}])) == message
+
+
+async def test_env_from_errors() -> None:
+    c = container(envFrom=[{"secretRef": {"name": "missing"}}])
+    assert await env_error(c) == 'secret "missing" not found'
+    c = container(envFrom=[{"configMapRef": {"name": "cfg"}}])
+    assert await env_error(c, objects=None) == (
+        "couldn't get configMap shop/cfg, no kubeClient defined"
+    )
+
+
+async def test_field_references() -> None:
+    paths = [
+        "metadata.name",
+        "metadata.namespace",
+        "metadata.uid",
+        "metadata.labels['app']",
+        "metadata.annotations['team']",
+        "spec.nodeName",
+        "spec.serviceAccountName",
+        "status.hostIP",
+        "status.hostIPs",
+        "status.podIP",
+        "status.podIPs",
+    ]
+    c = container(
+        env=[
+            {"name": f"F{i}", "valueFrom": {"fieldRef": {"fieldPath": p}}}
+            for i, p in enumerate(paths)
+        ]
+    )
+    assert list((await env_of(c)).values()) == [
+        "web",
+        "shop",
+        "u-1",
+        "web",
+        "a",
+        "node-1",
+        "robot",
+        "10.0.0.2",
+        "10.0.0.2",
+        "10.0.0.3",
+        "10.0.0.3,fd00::3",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ref", "value"),
+    [
+        ({"resource": "requests.cpu"}, "1"),  # 250m rounds up to 1 core
+        ({"resource": "requests.cpu", "divisor": "1m"}, "250"),
+        ({"resource": "limits.cpu", "divisor": "1m"}, "1000"),
+        ({"resource": "requests.memory", "divisor": "1Mi"}, "64"),
+        ({"resource": "requests.memory"}, str(64 << 20)),
+        ({"resource": "limits.memory", "divisor": "1Gi"}, "4"),  # unset: node allocatable
+    ],
+)
+async def test_resource_references(ref: dict[str, Any], value: str) -> None:
+    c = container(env=[{"name": "R", "valueFrom": {"resourceFieldRef": ref}}])
+    assert await env_of(c) == {"R": value}
+
+
+async def test_lenient_skips_what_does_not_resolve() -> None:
+    c = container(
+        env=[
+            {"name": "A", "value": "1"},
+            {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "missing", "key": "k"}}},
+        ]
+    )
+    env = await container_env(
+        pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE, lenient=True
+    )
+    assert env["A"] == "1" and "B" not in env
+    assert env["HOSTNAME"] == "web" and env["PATH"].startswith("/usr/local/sbin")
