@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from inplace.api.lifecycle import admit_pod_service_account
 from inplace.api.token_volume import (
     TOKEN_MOUNT_PATH,
     mount_service_account_token,
@@ -74,3 +75,30 @@ def test_the_pods_choice_wins_then_the_accounts(
     p = pod(**({} if pod_choice is None else {"automountServiceAccountToken": pod_choice}))
     account = {} if account_choice is None else {"automountServiceAccountToken": account_choice}
     assert should_automount(p, account) is expected
+
+
+class Accounts:
+    """The ObjectReader the admission step reads service accounts through."""
+
+    def __init__(self, **accounts: dict[str, Any]) -> None:
+        self.accounts = accounts
+
+    def get(
+        self, group: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        return self.accounts.get(name) if kind == "ServiceAccount" else None
+
+    def list(self, group: str, kind: str) -> list[dict[str, Any]]:
+        return []
+
+
+def test_admission_mounts_the_accounts_token_and_its_pull_secrets() -> None:
+    p = pod()
+    admit_pod_service_account(p, Accounts(default={"imagePullSecrets": [{"name": "reg"}]}))
+    assert p["spec"]["serviceAccountName"] == "default"
+    assert p["spec"]["imagePullSecrets"] == [{"name": "reg"}]
+    assert [v["name"][:16] for v in p["spec"]["volumes"]] == ["kube-api-access-"]
+
+    quiet = pod(serviceAccountName="robot")
+    admit_pod_service_account(quiet, Accounts(robot={"automountServiceAccountToken": False}))
+    assert "volumes" not in quiet["spec"]

@@ -197,6 +197,7 @@ KINDS: tuple[Kind, ...] = (
         "serviceaccounts",
         True,
         ("sa",),
+        ("token",),
         model="V1ServiceAccount",
         strategy=Strategy(
             validate=config.validate_service_account,
@@ -467,6 +468,17 @@ KINDS: tuple[Kind, ...] = (
         stored=False,
         verbs=_CREATE_ONLY,
         model="V1SelfSubjectRulesReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1TokenReview",
         strategy=_REVIEW,
     ),
     Kind(

@@ -21,6 +21,7 @@ __all__ = [
     "ROOT_CA_CONFIG_MAP",
     "TOKEN_MOUNT_PATH",
     "TOKEN_VOLUME_PREFIX",
+    "is_token_volume",
     "mount_service_account_token",
     "should_automount",
     "token_volume_source",
@@ -49,6 +50,15 @@ def should_automount(pod: Mapping[str, Any], account: Mapping[str, Any] | None) 
     if isinstance(theirs, bool):
         return theirs
     return True
+
+
+def is_token_volume(volume: Any) -> bool:
+    """Whether `volume` is the ``kube-api-access-*`` volume the admission step adds."""
+    return (
+        isinstance(volume, Mapping)
+        and str(volume.get("name", "")).startswith(TOKEN_VOLUME_PREFIX)
+        and isinstance(volume.get("projected"), Mapping)
+    )
 
 
 def token_volume_source() -> dict[str, Any]:

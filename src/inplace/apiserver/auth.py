@@ -38,10 +38,12 @@ __all__ = [
     "SIMULATED_LABEL",
     "SIMULATOR_USER",
     "UNAUTHENTICATED_GROUP",
+    "AudienceAwareTokenAuthenticator",
     "Authenticator",
     "InvalidToken",
     "TokenAuthenticator",
     "TokenFile",
+    "TokenReviewResult",
     "User",
     "service_account_of",
     "service_account_user",
@@ -122,6 +124,25 @@ class TokenAuthenticator(Protocol):
         :class:`InvalidToken` for one of its own it refuses."""
 
 
+class AudienceAwareTokenAuthenticator(TokenAuthenticator, Protocol):
+    """One whose tokens name their audiences (service account tokens)."""
+
+    def authenticate_token_for(
+        self, token: str, audiences: Sequence[str]
+    ) -> tuple[User, tuple[str, ...]] | None:
+        """The token's user and the `audiences` it is meant for (at least one, else
+        :class:`InvalidToken`); None for a token that is not its own."""
+
+
+@dataclass(frozen=True)
+class TokenReviewResult:
+    """What a TokenReview answers (upstream ``TokenReviewStatus``)."""
+
+    user: User | None
+    audiences: tuple[str, ...] = ()
+    error: str = ""
+
+
 class TokenFile:
     """Tokens in upstream's static token file format: `token,user,uid,"group1,group2"`."""
 
@@ -194,7 +215,7 @@ class Authenticator:
     """The authenticator chain: bearer tokens, else anonymous (upstream's request
     authenticator with ``AuthenticatedGroupAdder``)."""
 
-    tokens: Sequence[TokenAuthenticator]
+    tokens: list[TokenAuthenticator]
     anonymous: bool = True
 
     def authenticate(self, authorization: str | None) -> User:
@@ -216,3 +237,30 @@ class Authenticator:
         if not self.anonymous:
             raise Unauthorized
         return User(ANONYMOUS_USER, (UNAUTHENTICATED_GROUP,))
+
+    def review(
+        self, token: str, audiences: Sequence[str], api_audiences: Sequence[str]
+    ) -> TokenReviewResult:
+        """A TokenReview of `token` for `audiences` (the API server's, `api_audiences`, when
+        none are asked for). A token that names no audience (the token file's) is good only
+        for audiences the API server has (upstream's audience-agnostic wrapper)."""
+        wanted = tuple(audiences) or tuple(api_audiences)
+        for authenticator in self.tokens:
+            try:
+                if hasattr(authenticator, "authenticate_token_for"):
+                    found = authenticator.authenticate_token_for(token, wanted)
+                    if found is None:
+                        continue
+                    user, granted = found
+                else:
+                    plain = authenticator.authenticate_token(token)
+                    if plain is None:
+                        continue
+                    granted = tuple(a for a in wanted if a in api_audiences)
+                    if not granted:
+                        continue
+                    user = plain
+            except InvalidToken as exc:
+                return TokenReviewResult(None, error=str(exc) or "invalid bearer token")
+            return TokenReviewResult(user.with_group(AUTHENTICATED_GROUP), granted)
+        return TokenReviewResult(None)

@@ -21,9 +21,9 @@ from aiohttp import web
 from inplace.api.kinds import Kind, Registry
 from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
 from inplace.apiserver import subresources
-from inplace.apiserver.auth import MASTERS_GROUP, User
+from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, User
 from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
-from inplace.apiserver.authz.reviews import REVIEW_KINDS, review
+from inplace.apiserver.authz.reviews import AUTHENTICATION_GROUP, REVIEW_KINDS, review
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, bad_request
 from inplace.apiserver.httputil import (
@@ -40,6 +40,8 @@ from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
+from inplace.apiserver.serviceaccounts.review import token_review
+from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.watch import Watches
 
 
@@ -134,6 +136,8 @@ class Resources:
         *,
         log_root: Path,
         metrics_provider: MetricsProvider | None = None,
+        authn: Authenticator | None = None,
+        tokens: ServiceAccountTokens | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
@@ -144,6 +148,8 @@ class Resources:
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
+        self.authn = authn
+        self.tokens = tokens
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         query = dict(request.query)
@@ -159,6 +165,11 @@ class Resources:
             body = await self.read_body(request, info)
         await self.authorize(user, info, body, query)
         kind = info.kind
+        if (kind.group, kind.kind) == (AUTHENTICATION_GROUP, "TokenReview"):
+            if self.authn is None or self.tokens is None:
+                raise StatusError(503, "token reviews are not served without authentication")
+            answer = token_review(self.authn, self.tokens.audiences, kind.api_version, body)
+            return json_response(answer, status=201)
         if (kind.group, kind.kind) in REVIEW_KINDS:
             answer = review(
                 self.authz, kind.group, kind.kind, kind.api_version, user, info.namespace, body
@@ -219,6 +230,13 @@ class Resources:
             assert ns is not None and info.name is not None and self._pdbs is not None
             evicted = await subresources.evict(rest, kind, self._pdbs, ns, info.name, body)
             return json_response(evicted, status=201)
+        if info.subresource == "token":
+            assert ns is not None and info.name is not None
+            if self.tokens is None:
+                raise StatusError(503, "the API server issues no service account tokens")
+            await self.cache.sync()
+            issued, _ = self.tokens.request(ns, info.name, body, dry_run=dry_run)
+            return json_response(issued, status=201)
         if info.name is not None:
             raise StatusError(
                 405,

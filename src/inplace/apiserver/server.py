@@ -47,6 +47,9 @@ from inplace.apiserver.metrics import APIServerMetrics
 from inplace.apiserver.podsecurity import PodSecurity, PodSecurityConfig
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
+from inplace.apiserver.serviceaccounts.jwt import ensure_signing_key
+from inplace.apiserver.serviceaccounts.rootca import RootCAPublisher
+from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.watch import Watches
 from inplace.store import Store
 
@@ -71,6 +74,9 @@ class APIServerConfig:
     tokens: TokenFile | None = None
     #: Requests without credentials are `system:anonymous` (upstream `--anonymous-auth`).
     anonymous: bool = True
+    #: The key that signs service account tokens (created if missing); None:
+    #: ``data_dir/sa.key``.
+    service_account_key: Path | None = None
     #: Pod Security Admission's defaults and exemptions (privileged everywhere by default).
     pod_security: PodSecurityConfig = field(default_factory=PodSecurityConfig)
     log_root: Path | None = None
@@ -101,6 +107,8 @@ class APIServer:
         self.port = config.port
         self._namespaces = registry.by_kind("", "Namespace")
         self._cluster: ClusterObjects | None = None
+        self.tokens: ServiceAccountTokens | None = None
+        self._root_ca: RootCAPublisher | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -114,7 +122,16 @@ class APIServer:
         self.authz = Authorizers(self.cache, self.registry)
         self.rest.admission.append(EscalationCheck(self.authz))
         self.rest.admission.append(PodSecurity(self.config.pod_security, self.cache, self.registry))
+        key_path = self.config.service_account_key or self.config.data_dir / "sa.key"
+        self.tokens = ServiceAccountTokens(
+            await asyncio.to_thread(ensure_signing_key, key_path), self.cache, self.registry
+        )
+        self.authn.tokens.append(self.tokens)
         await self._ensure_namespaces()
+        self._root_ca = RootCAPublisher(
+            self.rest, self.config.tls.ca_pem().decode() if self.config.tls else ""
+        )
+        await self._root_ca.ensure_all()
         if self.authz.enabled:
             await reconcile_defaults(self.rest, self.cache, self.registry)
             aggregator = Aggregator(self.rest, self.cache, self.registry)
@@ -136,6 +153,8 @@ class APIServer:
             Watches(self.cache, self.metrics),
             log_root=self.config.log_root or (self.config.data_dir / "logs"),
             metrics_provider=self.config.extra.get("metrics_provider"),
+            authn=self.authn,
+            tokens=self.tokens,
         )
         app.router.add_route("GET", "/healthz", self._health)
         app.router.add_route("GET", "/livez", self._health)
@@ -216,6 +235,8 @@ class APIServer:
         the cluster's own objects when they are deleted."""
         if self._cluster is not None:
             self._cluster.on_change(event, self._spawn)
+        if self._root_ca is not None:
+            self._root_ca.on_change(event, self._spawn)
         if event.type == "DELETED" and event.namespace and event.kind.namespaced:
             assert self.cache is not None and self._namespaces is not None
             ns = self.cache.get(

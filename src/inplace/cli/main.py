@@ -183,6 +183,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         port=args.port,
         tls=ensure_certificates(data.pki),
         tokens=TokenFile(data.tokens),
+        service_account_key=data.pki / "sa.key",
         log_root=data.logs / "pods",
         tune_gc=True,
         pod_security=pod_security,

@@ -44,6 +44,7 @@ from .cgroups.mapping import milli_cpu_to_quota, milli_cpu_to_shares
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .context import NodeContext, NodePaths
+from .env import api_server_env
 from .ledger import Ledger
 from .lifecycle import Lifecycle
 from .model import admission_check, desired_allocs, pod_allocated_requests, rfc3339
@@ -148,6 +149,7 @@ class NodeAgent:
             if runtime is None
             else NoSandboxes(config, volumes),
             objects=self.objects,
+            service_env=api_server_env(client.config.server),
         )
         self.ledger = Ledger(self.ctx)
         self.pause = MemoryPause(self.ctx)

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inplace.api.timestamps import parse_rfc3339
-from inplace.client import Client, Resource
+from inplace.client import SERVICEACCOUNTS, Client
 
-__all__ = ["SERVICE_ACCOUNTS", "TokenManager", "TokenRequestError"]
+__all__ = ["TokenManager", "TokenRequestError"]
 
-SERVICE_ACCOUNTS: Final = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
 #: Upstream's maxTTL and maxJitter.
 MAX_TTL: Final = 24 * 3600.0
 MAX_JITTER: Final = 10.0
@@ -94,7 +93,7 @@ class TokenManager:
         }
         try:
             answer = await self.client.create(
-                SERVICE_ACCOUNTS, request, namespace=namespace, subresource="token"
+                SERVICEACCOUNTS, request, namespace=namespace, subresource="token"
             )
         except Exception as exc:  # any API or connection failure: the volume is retried
             raise TokenRequestError(f"failed to fetch token: {exc}") from exc

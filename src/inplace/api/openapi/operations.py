@@ -114,12 +114,20 @@ def path_prefix(group: str, version: str) -> str:
     return f"/api/{version}" if group == "" else f"/apis/{group}/{version}"
 
 
-SUB_MODELS: Final = {"scale": "V1Scale", "binding": "V1Binding", "eviction": "V1Eviction"}
+SUB_MODELS: Final = {
+    "scale": "V1Scale",
+    "binding": "V1Binding",
+    "eviction": "V1Eviction",
+    "token": "AuthenticationV1TokenRequest",
+}
 SUB_GVKS: Final = {
     "scale": gvk_of("autoscaling", "v1", "Scale"),
     "binding": gvk_of("", "v1", "Binding"),
     "eviction": gvk_of("policy", "v1", "Eviction"),
+    "token": gvk_of("authentication.k8s.io", "v1", "TokenRequest"),
 }
+#: Subresources that are only created (POST).
+CREATE_SUBRESOURCES: Final = ("binding", "eviction", "token")
 
 
 def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
@@ -233,7 +241,12 @@ def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
 
 
 def _sub_kind_name(sub: str, kind: Kind) -> str:
-    return {"scale": "Scale", "binding": "Binding", "eviction": "Eviction"}.get(sub, kind.kind)
+    return {
+        "scale": "Scale",
+        "binding": "Binding",
+        "eviction": "Eviction",
+        "token": "TokenRequest",
+    }.get(sub, kind.kind)
 
 
 def _subresource(
@@ -246,11 +259,11 @@ def _subresource(
     gvk: dict[str, str],
     components: Components,
 ) -> dict[str, Any]:
-    """Operations of `<item>/<sub>`: status/resize/scale read+replace+patch, binding and
-    eviction create, log read."""
+    """Operations of `<item>/<sub>`: status/resize/scale read+replace+patch, binding,
+    eviction and token create, log read."""
     title = sub[:1].upper() + sub[1:]
     verbs = set(kind.verbs)
-    if sub in ("binding", "eviction"):
+    if sub in CREATE_SUBRESOURCES:
         name = components.add_model(SUB_MODELS[sub])
         return {
             "post": build_operation(

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import orjson
+
 from inplace.api.kinds import Kind, Registry
 from inplace.api.timestamps import parse_rfc3339, rfc3339
 from inplace.api.validation.errors import FieldError, ValidationError, invalid
@@ -286,13 +288,24 @@ class ServiceAccountTokens:
     def authenticate_token(self, token: str) -> User | None:
         """The token's user; None for a token that is not ours (another authenticator may
         know it); :class:`TokenInvalid` for one of ours that no longer authenticates."""
+        found = self.authenticate_token_for(token, self.audiences)
+        return found[0] if found is not None else None
+
+    def authenticate_token_for(
+        self, token: str, audiences: Sequence[str]
+    ) -> tuple[User, tuple[str, ...]] | None:
+        """:meth:`authenticate_token` for `audiences` (a TokenReview's): the user and the
+        audiences of the token among them."""
         try:
             claims = self.key.verify(token)
         except JWTError:
             return None
         if claims.get("iss") != ISSUER:
             return None
-        return self.validate(claims, self.audiences)
+        user = self.validate(claims, audiences)
+        aud = claims.get("aud")
+        token_audiences = [aud] if isinstance(aud, str) else list(aud or [])
+        return user, tuple(a for a in audiences if a in token_audiences)
 
     def validate(self, claims: Mapping[str, Any], audiences: Sequence[str]) -> User:
         """Upstream's bound-token validator: time, audience, and the objects it names."""
@@ -300,7 +313,10 @@ class ServiceAccountTokens:
         aud = claims.get("aud")
         token_audiences = [aud] if isinstance(aud, str) else list(aud or [])
         if not set(token_audiences) & set(audiences):
-            raise TokenInvalid("token audiences do not match the server's audiences")
+            raise TokenInvalid(
+                f"token audiences {_go_quoted(token_audiences)} is invalid for the target "
+                f"audiences {_go_quoted(audiences)}"
+            )
         if isinstance(claims.get("exp"), int) and now > claims["exp"] + LEEWAY:
             raise TokenInvalid("service account token has expired")
         if isinstance(claims.get("nbf"), int) and now < claims["nbf"] - LEEWAY:
@@ -366,6 +382,11 @@ class ServiceAccountTokens:
             return
         if deleted.timestamp() < now - LEEWAY:
             raise TokenInvalid("service account token has been invalidated")
+
+
+def _go_quoted(values: Sequence[str]) -> str:
+    """Go's ``%q`` of a string slice: ``["a" "b"]``."""
+    return "[" + " ".join(orjson.dumps(v).decode() for v in values) + "]"
 
 
 def _invalid(name: str, error: FieldError) -> StatusError:
