@@ -100,6 +100,24 @@ def test_a_pod_lists_pods_with_its_own_token_until_it_is_deleted(cluster: Cluste
         f"system:serviceaccount:{NAMESPACE}:default"
     )
 
+    created = cluster.kubectl("create", "token", "default", "-n", NAMESPACE).stdout.strip()
+    listed = cluster.kubectl(
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "--token",
+        created,
+        "--kubeconfig",
+        os.devnull,
+        "--server",
+        server(cluster),
+        *ca,
+        "-o",
+        "name",
+    )
+    assert listed.stdout.split() == ["pod/reader"]
+
     cluster.kubectl("delete", "pod", "reader", "-n", NAMESPACE, "--wait=true", timeout=90)
     refused = cluster.kubectl("get", "pods", "-n", NAMESPACE, *as_pod, *ca, check=False)
     assert refused.returncode != 0
