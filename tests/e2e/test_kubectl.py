@@ -181,6 +181,10 @@ def test_resize_takes_resources_only_and_rejects_in_upstreams_words(tour: Cluste
     # Upstream's resize strategy ignores everything but resources and resize policies.
     assert image.returncode == 0, image.stderr
     assert "pod/worker patched (no change)" in image.stdout
+    pod = json.loads(tour.kubectl("get", "pod", "worker", "-n", "tour", "-o", "json").stdout)
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    # Requests equal to the limits: the Burstable pod would become Guaranteed.
+    same = {"spec": {"containers": [{"name": "main", "resources": {"requests": limits}}]}}
     qos = tour.kubectl(
         "patch",
         "pod",
@@ -190,8 +194,7 @@ def test_resize_takes_resources_only_and_rejects_in_upstreams_words(tour: Cluste
         "--subresource",
         "resize",
         "-p",
-        '{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"500m",'
-        '"memory":"128Mi"}}}]}}',  # requests = limits: Burstable would become Guaranteed
+        json.dumps(same),
         check=False,
     )
     assert qos.returncode != 0
