@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,6 +57,7 @@ EXTENDED_EXPIRATION: Final = 24 * 365 * 60 * 60
 #: Upstream's jwt.DefaultLeeway.
 LEEWAY: Final = 60
 _CLAIMS: Final = "kubernetes.io"
+_VERIFIED_CACHE: Final = 4096
 _EXTRA_PREFIX: Final = "authentication.kubernetes.io/"
 
 
@@ -102,6 +104,9 @@ class ServiceAccountTokens:
         self.kinds = _Kinds.of(registry)
         self.audiences = tuple(audiences)
         self.clock = clock
+        #: Signatures already checked (a fifth of a millisecond each), least recently used
+        #: first; what a token names is still looked up on every request.
+        self._verified: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     # -- reading the objects a token names ------------------------------------------------------
 
@@ -296,12 +301,19 @@ class ServiceAccountTokens:
     ) -> tuple[User, tuple[str, ...]] | None:
         """:meth:`authenticate_token` for `audiences` (a TokenReview's): the user and the
         audiences of the token among them."""
-        try:
-            claims = self.key.verify(token)
-        except JWTError:
-            return None
-        if claims.get("iss") != ISSUER:
-            return None
+        claims = self._verified.get(token)
+        if claims is None:
+            try:
+                claims = self.key.verify(token)
+            except JWTError:
+                return None
+            if claims.get("iss") != ISSUER:
+                return None
+            self._verified[token] = claims
+            if len(self._verified) > _VERIFIED_CACHE:
+                self._verified.popitem(last=False)
+        else:
+            self._verified.move_to_end(token)
         user = self.validate(claims, audiences)
         aud = claims.get("aud")
         token_audiences = [aud] if isinstance(aud, str) else list(aud or [])
