@@ -182,3 +182,32 @@ async def test_the_root_ca_is_published_in_every_namespace(cluster: Cluster) -> 
     await await_until(published, what="kube-root-ca.crt in a new namespace")
     await cluster.admin.call("DELETE", path)
     await await_until(published, what="kube-root-ca.crt put back")
+
+
+async def test_a_node_gets_tokens_only_for_its_own_pods(cluster: Cluster) -> None:
+    _, mine = await cluster.admin.call("POST", PODS, _pod("mine", nodeName="node-1"))
+    _, theirs = await cluster.admin.call("POST", PODS, _pod("theirs", nodeName="node-2"))
+    node = cluster.as_user("system:node:node-1", "system:nodes")
+
+    async def request(pod: dict[str, Any] | None) -> tuple[int, Any]:
+        spec: dict[str, Any] = {"expirationSeconds": 3607}
+        if pod is not None:
+            meta = pod["metadata"]
+            spec["boundObjectRef"] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            }
+        return await node.call("POST", f"{ACCOUNT}/default/token", {"spec": spec})
+
+    status, _ = await request(mine)
+    assert status == 201
+    status, refused = await request(theirs)
+    assert status == 403
+    assert refused["message"].endswith(
+        "node requested token bound to a pod scheduled on a different node"
+    )
+    status, refused = await request(None)
+    assert status == 403
+    assert refused["message"].endswith("node requested token not bound to a pod")
