@@ -12,9 +12,10 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 try:  # the suite normally runs against an installed (editable) package
@@ -22,7 +23,9 @@ try:  # the suite normally runs against an installed (editable) package
 except ImportError:  # pragma: no cover - running from a bare checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from inplace.node.cgroups import CgroupError, V1Driver, detect_driver
+from inplace.node.cgroups import CgroupError, CgroupResources, V1Driver, detect_driver
+from inplace.node.execproc import ExecTarget
+from inplace.node.runtime import ProcessRuntime, ProcessSpec
 
 V1_SKIP_REASON = "needs root and a writable cgroup v1 memory hierarchy"
 
@@ -42,6 +45,14 @@ needs_v1 = pytest.mark.skipif(not v1_available(), reason=V1_SKIP_REASON)
 def python_cmd(code: str) -> list[str]:
     """A workload: this interpreter running ``code`` (isolated, quick to start)."""
     return [sys.executable, "-I", "-S", "-c", code]
+
+
+def exited(pid: int) -> bool:
+    """The process is gone, or a zombie nobody reaped yet (for polling in tests)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def workload_env() -> dict[str, str]:
@@ -86,3 +97,36 @@ def v1_driver() -> Iterator[V1Driver]:
     finally:
         _kill_everything(driver)
         driver.remove("")
+
+
+@pytest.fixture
+async def exec_container(v1_driver: V1Driver, tmp_path: Path) -> AsyncIterator[ExecTarget]:
+    """A container to run commands in (``kubectl exec``): a sleeping process started by the
+    real runtime in the real cgroup ``pod/c``, with a launch that enters no namespace."""
+    v1_driver.create("pod/c", CgroupResources(None, None, memory_limit_bytes=256 * 2**20))
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    launch = {
+        "mount_namespace": None,
+        "working_dir": str(workdir),
+        "user": None,
+        "capabilities": None,
+        "no_new_privs": False,
+        "seccomp": None,
+        "env": {**workload_env(), "GREETING": "hello from the container"},
+    }
+    runtime = ProcessRuntime(v1_driver)
+    main = await runtime.start(
+        ProcessSpec(
+            command=["sleep", "3600"],
+            env=workload_env(),
+            working_dir=str(workdir),
+            log_path=str(tmp_path / "logs" / "0.log"),
+            cgroup_path="pod/c",
+            launch=launch,
+        )
+    )
+    try:
+        yield ExecTarget(main, "pod/c")
+    finally:
+        await runtime.stop(main, grace_period=0)

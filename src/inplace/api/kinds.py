@@ -139,7 +139,7 @@ KINDS: tuple[Kind, ...] = (
         "pods",
         True,
         ("po",),
-        ("status", "resize", "binding", "eviction", "log"),
+        ("status", "resize", "binding", "eviction", "log", "exec", "attach"),
         ("all",),
         model="V1Pod",
         strategy=_POD,

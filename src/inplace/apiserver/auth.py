@@ -175,6 +175,17 @@ class TokenFile:
         self._save()
         return token
 
+    def token_of(self, name: str) -> str | None:
+        """The token of user `name` if it has one (never creates one): what the API server
+        presents to a node agent on that node's behalf."""
+        for attempt in range(2):
+            for token, user in self._users.items():
+                if user.name == name:
+                    return token
+            if attempt == 0:
+                self.reload()
+        return None
+
     def _save(self) -> None:
         buffer = io.StringIO()
         writer = csv.writer(buffer)

@@ -111,6 +111,10 @@ def subresource_discovery(kind: Kind, sub: str) -> dict[str, Any]:
         )
     elif sub == "log":
         entry["verbs"] = ["get"]
+    elif sub == "exec":
+        entry.update(kind="PodExecOptions", verbs=["create", "get"])
+    elif sub == "attach":
+        entry.update(kind="PodAttachOptions", verbs=["create", "get"])
     return entry
 
 

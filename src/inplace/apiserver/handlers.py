@@ -11,6 +11,7 @@ as sent; then the verb goes to `REST` (create, update, patch, delete), to `Lists
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,15 @@ import yaml
 from aiohttp import web
 
 from inplace.api.kinds import Kind, Registry
+from inplace.api.managedfields import manager_from_user_agent, option_errors
 from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
+from inplace.api.validation.errors import ValidationError
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, User
 from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
 from inplace.apiserver.authz.reviews import AUTHENTICATION_GROUP, REVIEW_KINDS, review
 from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import StatusError, bad_request
+from inplace.apiserver.errors import StatusError, bad_request, method_not_allowed
 from inplace.apiserver.httputil import (
     INFO,
     PATCH_TYPE,
@@ -42,6 +45,7 @@ from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
 from inplace.apiserver.serviceaccounts.review import token_review
 from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
+from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 
 
@@ -88,6 +92,45 @@ def requested_dry_run(verb: str, query_values: list[str], body: Any) -> bool:
             },
         )
     return bool(values)
+
+
+def write_options(
+    verb: str, query: dict[str, str], user_agent: str, patch_type: str | None
+) -> tuple[str, bool]:
+    """The field manager a write is credited to and whether an apply forces: the
+    ``fieldManager`` parameter, else the user agent's first word (as upstream derives it);
+    a 422 naming the option when upstream's ValidatePatchOptions (or its create and update
+    twins) refuses them."""
+    manager = query.get("fieldManager", "")
+    raw_force = query.get("force") if verb == "patch" else None
+    force = False
+    if raw_force is not None:
+        if raw_force not in _BOOLS:
+            raise bad_request(f'strconv.ParseBool: parsing "{raw_force}": invalid syntax')
+        force = _BOOLS[raw_force]
+    apply = patch_type == "apply"
+    errors = option_errors(manager, force_given=raw_force is not None, apply=apply)
+    if errors:
+        error = ValidationError(_OPTIONS_KIND[verb], "", errors, group="meta.k8s.io")
+        raise StatusError(422, error.message(), body=error.status())
+    return manager or manager_from_user_agent(user_agent), force
+
+
+#: Go's strconv.ParseBool.
+_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+class _YAMLLoader(yaml.SafeLoader):
+    """YAML as upstream reads it into JSON: a timestamp stays a string."""
+
+
+_YAMLLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def delete_options(body: Any, query: dict[str, str]) -> dict[str, Any]:
@@ -138,6 +181,7 @@ class Resources:
         metrics_provider: MetricsProvider | None = None,
         authn: Authenticator | None = None,
         tokens: ServiceAccountTokens | None = None,
+        streams: PodStreams | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
@@ -147,6 +191,7 @@ class Resources:
         self.watches = watches
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
+        self.streams = streams
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
         self.authn = authn
         self.tokens = tokens
@@ -156,6 +201,16 @@ class Resources:
         info = resolve(self.registry, request.method, request.path, query)
         if info is None:
             raise not_found_path(request.path)
+        if info.subresource in STREAMING_SUBRESOURCES:
+            if request.method not in ("GET", "POST"):
+                raise method_not_allowed(request.method, request.path)
+            # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
+            info = dataclasses.replace(info, verb="create")
+            request[INFO] = info
+            await self.authorize(request[USER], info, None, query)
+            if self.streams is None:
+                raise StatusError(503, f"{info.kind.plural}/{info.subresource} is not served")
+            return await self.streams.serve(request, info)
         request[INFO] = info
         user = request[USER]
         body = None
@@ -243,6 +298,7 @@ class Resources:
                 "the server does not allow this method on the requested resource: "
                 f"POST {request.path}",
             )
+        manager, _ = write_options("create", query, request.headers.get("User-Agent", ""), None)
         result = await rest.create(
             kind,
             ns,
@@ -250,6 +306,7 @@ class Resources:
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=dry_run,
             user=request[USER],
+            manager=manager,
         )
         return json_response(result.obj, status=201, warnings=result.warnings)
 
@@ -264,10 +321,13 @@ class Resources:
         """update (PUT) and patch of an object or of its status, resize or scale."""
         kind, name = info.kind, info.name
         assert name is not None
+        patch_type = request[PATCH_TYPE] if info.verb == "patch" else None
+        manager, force = write_options(
+            info.verb, query, request.headers.get("User-Agent", ""), patch_type
+        )
         if info.subresource == "scale":
-            patch_type = request[PATCH_TYPE] if info.verb == "patch" else None
             scale = await subresources.write_scale(
-                self.rest, kind, info.namespace, name, body, patch_type
+                self.rest, kind, info.namespace, name, body, patch_type, manager, force
             )
             return json_response(scale)
         if info.subresource not in (None, "status", *kind.strategy.subresources):
@@ -285,20 +345,26 @@ class Resources:
                 field_validation=field_validation,
                 dry_run=dry_run,
                 user=request[USER],
+                manager=manager,
             )
         else:
+            assert patch_type is not None
             result = await self.rest.patch(
                 kind,
                 info.namespace,
                 name,
                 body,
-                request[PATCH_TYPE],
+                patch_type,
                 subresource=info.subresource,
                 field_validation=field_validation,
                 dry_run=dry_run,
                 user=request[USER],
+                manager=manager,
+                force=force,
             )
-        return json_response(result.obj, warnings=result.warnings)
+        return json_response(
+            result.obj, status=201 if result.created else 200, warnings=result.warnings
+        )
 
     async def _delete_collection(
         self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool
@@ -352,7 +418,7 @@ class Resources:
                 ) from None
         try:
             if media in ("application/yaml", "application/apply-patch+yaml"):
-                return yaml.safe_load(raw)
+                return yaml.load(raw, Loader=_YAMLLoader)
             return orjson.loads(raw)
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             what = info.kind.kind if info.verb != "patch" else "patch"

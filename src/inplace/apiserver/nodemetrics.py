@@ -32,7 +32,7 @@ from inplace.api.timestamps import rfc3339
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.routing import RequestInfo
 
-__all__ = ["MetricsProvider", "NodeMetricsProvider", "read_metrics"]
+__all__ = ["MetricsProvider", "NodeMetricsProvider", "kubelet_endpoint", "read_metrics"]
 
 NodeLister = Callable[[], Iterable[dict[str, Any]] | Awaitable[Iterable[dict[str, Any]]]]
 #: ``await provider(kind, namespace)``: the PodMetrics or NodeMetrics objects of that scope.
@@ -64,17 +64,17 @@ def _memory(value: int) -> str:
     return f"{max(0, int(value)) // 1024}Ki"
 
 
-def _port(node: dict[str, Any]) -> int | None:
+def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int] | None:
+    """Where a Node's agent listens: its InternalIP (127.0.0.1 without one) and
+    ``status.daemonEndpoints.kubeletEndpoint.Port``; None before the agent published it."""
     endpoints = (node.get("status") or {}).get("daemonEndpoints") or {}
     port = (endpoints.get("kubeletEndpoint") or {}).get("Port")
-    return port if isinstance(port, int) and port > 0 else None
-
-
-def _address(node: dict[str, Any]) -> str:
+    if not isinstance(port, int) or port <= 0:
+        return None
     for address in (node.get("status") or {}).get("addresses") or ():
         if address.get("type") == "InternalIP" and address.get("address"):
-            return str(address["address"])
-    return "127.0.0.1"
+            return str(address["address"]), port
+    return "127.0.0.1", port
 
 
 class NodeMetricsProvider:
@@ -132,10 +132,10 @@ class NodeMetricsProvider:
             return summaries
 
     async def _fetch(self, session: aiohttp.ClientSession, node: dict[str, Any]) -> dict[str, Any]:
-        port = _port(node)
-        if port is None:
+        endpoint = kubelet_endpoint(node)
+        if endpoint is None:
             raise LookupError("no kubelet endpoint")
-        url = f"http://{_address(node)}:{port}/stats/summary"
+        url = f"http://{endpoint[0]}:{endpoint[1]}/stats/summary"
         params = {"node": node["metadata"]["name"]}
         async with session.get(url, params=params) as response:
             response.raise_for_status()

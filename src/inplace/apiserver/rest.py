@@ -24,8 +24,10 @@ from typing import Any, Literal
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
 from inplace.api.canonical import canonicalize_quantities
+from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import Kind, Registry
 from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
+from inplace.api.managedfields import set_managed_fields
 from inplace.api.patch import (
     PatchError,
     apply_json_patch,
@@ -67,6 +69,8 @@ _PATCH_TYPES = {
 #: compare-and-swap (each round one writer wins, so N writers need up to N rounds); upstream's
 #: GuaranteedUpdate likewise retries until the request's deadline.
 _RETRY_SECONDS = 30.0
+#: The field manager of writes the server makes itself (upstream's loopback client's).
+SERVER_MANAGER = "kube-apiserver"
 
 
 def patch_type_of(content_type: str) -> str:
@@ -185,7 +189,11 @@ class REST:
         field_validation: str = "Warn",
         dry_run: bool = False,
         user: User | None = None,
+        manager: str = SERVER_MANAGER,
+        applied: bool = False,
     ) -> WriteResult:
+        """Create `obj`. Its managedFields credit `manager` with everything it set, unless
+        `applied` (a server-side apply made the object and its managedFields already)."""
         self._check_type(kind, obj)
         warnings = self.check_fields(kind, obj, field_validation)
         meta = obj.get("metadata")
@@ -212,7 +220,6 @@ class REST:
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "selfLink",
-            "managedFields",
         ):
             meta.pop(drop, None)
         meta["uid"] = str(uuid.uuid4())
@@ -221,6 +228,11 @@ class REST:
             meta["generation"] = 1
         obj["apiVersion"] = kind.api_version
         obj["kind"] = kind.kind
+        if not applied:
+            # Upstream's field manager sees the decoded (defaulted) object, before admission
+            # and the strategy add what the server sets on create.
+            api_defaults.apply_defaults(kind, obj, on_create=False)
+            set_managed_fields(meta, field_manager(kind).update(None, obj, manager, self.now()))
         api_defaults.apply_defaults(kind, obj)
         canonicalize_quantities(kind, obj)
         self._prepare_for_create(kind, obj)
@@ -334,6 +346,7 @@ class REST:
         field_validation: str = "Warn",
         dry_run: bool = False,
         user: User | None = None,
+        manager: str = SERVER_MANAGER,
     ) -> WriteResult:
         self._check_type(kind, obj)
         warnings = self.check_fields(kind, obj, field_validation)
@@ -360,6 +373,7 @@ class REST:
             dry_run=dry_run,
             strict_revision=expected is not None,
             user=user,
+            manager=manager,
         )
         result.warnings = warnings + result.warnings
         return result
@@ -376,9 +390,25 @@ class REST:
         field_validation: str = "Warn",
         dry_run: bool = False,
         user: User | None = None,
+        manager: str = SERVER_MANAGER,
+        force: bool = False,
     ) -> WriteResult:
         if patch_type == "apply":
-            raise unsupported_media_type("application/apply-patch+yaml (server-side apply)")
+            from inplace.apiserver.apply import server_side_apply
+
+            return await server_side_apply(
+                self,
+                kind,
+                namespace,
+                name,
+                body,
+                subresource=subresource,
+                field_validation=field_validation,
+                dry_run=dry_run,
+                manager=manager,
+                force=force,
+                user=user,
+            )
         schema = schema_for_kind(kind) if patch_type == "strategic" else None
         if patch_type == "strategic" and schema is None:
             raise unsupported_media_type("application/strategic-merge-patch+json")
@@ -418,6 +448,7 @@ class REST:
                     dry_run=dry_run,
                     strict_revision=True,
                     user=user,
+                    manager=manager,
                 )
             except StatusError as exc:
                 if exc.code == 409 and not requested and exc.reason == "Conflict":
@@ -439,9 +470,12 @@ class REST:
         dry_run: bool,
         strict_revision: bool,
         user: User | None = None,
+        manager: str = SERVER_MANAGER,
+        managed_fields: bool = False,
     ) -> WriteResult:
         """Merge `obj` into the stored object as the (sub)resource allows, validate, admit,
-        CAS."""
+        CAS. `manager` is credited with what changed in managedFields, unless `managed_fields`
+        (a server-side apply or a write to /scale set them already)."""
         old = entry.value
         new, defaults = self._prepare_for_update(kind, subresource, old, obj)
         new["apiVersion"] = kind.api_version
@@ -467,6 +501,9 @@ class REST:
         canonicalize_quantities(kind, new)
         if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if not managed_fields:
+            entries = field_manager(kind, subresource).update(old, new, manager, self.now())
+            set_managed_fields(meta, entries)
         if subresource is None and kind.strategy.allocate is not None:
             async with self._allocating(kind):
                 self._allocate(kind, new, old)

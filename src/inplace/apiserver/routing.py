@@ -65,7 +65,9 @@ def resolve(
         raise method_not_allowed(method, path)
     if subresource is None and verb not in kind.verbs:
         raise method_not_allowed(method, path)
-    if subresource in _CREATE_ONLY and verb != "create":
+    if (subresource in _CREATE_ONLY and verb != "create") or (
+        subresource is not None and verb == "delete"  # never the object itself
+    ):
         raise method_not_allowed(method, path)
     return RequestInfo(verb, kind, namespace, name, subresource)
 

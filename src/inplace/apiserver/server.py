@@ -50,6 +50,7 @@ from inplace.apiserver.routing import RequestInfo
 from inplace.apiserver.serviceaccounts.jwt import ensure_signing_key
 from inplace.apiserver.serviceaccounts.rootca import RootCAPublisher
 from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
+from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.store import Store
 
@@ -155,6 +156,7 @@ class APIServer:
             metrics_provider=self.config.extra.get("metrics_provider"),
             authn=self.authn,
             tokens=self.tokens,
+            streams=PodStreams(self.rest, self.cache, self.registry, self.config.tokens),
         )
         app.router.add_route("GET", "/healthz", self._health)
         app.router.add_route("GET", "/livez", self._health)

@@ -9,9 +9,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from inplace.api.fieldmanager import FieldManager, scale_field_manager
 from inplace.api.kinds import Kind
+from inplace.api.managedfields import (
+    ApplyConflict,
+    ApplyRefused,
+    parent_entries_after_scale,
+    scale_entries,
+    set_managed_fields,
+)
 from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
+from inplace.api.strategy import copy_json
+from inplace.apiserver.apply import refusal
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import REST
 from inplace.store import ConflictError
@@ -159,11 +169,83 @@ def scale_of(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 async def write_scale(
-    rest: REST, kind: Kind, namespace: str | None, name: str, body: Any, patch_type: str | None
+    rest: REST,
+    kind: Kind,
+    namespace: str | None,
+    name: str,
+    body: Any,
+    patch_type: str | None,
+    manager: str,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """PUT or PATCH (`patch_type` given) of `scale`: only spec.replicas reaches the object."""
-    entry = await rest.get_entry(kind, namespace, name)
-    current = scale_of(kind, entry.value)
+    """PUT or PATCH (`patch_type` given, server-side apply included) of `scale`: only
+    spec.replicas reaches the object. The Scale's managedFields are the owners of the
+    object's replicas, and whoever writes the Scale's replicas takes the object's (upstream's
+    ScaleHandler)."""
+    scales = scale_field_manager()
+    for _ in range(8):
+        entry = await rest.get_entry(kind, namespace, name)
+        parent_entries = entry.value.get("metadata", {}).get("managedFields")
+        current = scale_of(kind, entry.value)
+        entries = scale_entries(parent_entries)
+        if entries is not None:
+            current["metadata"]["managedFields"] = entries
+        scale = _written_scale(kind, scales, current, body, patch_type, manager, rest.now(), force)
+        if scale is None:
+            return scale_of(kind, entry.value)
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise StatusError(
+                422,
+                f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
+                f"{replicas!r}: must be greater than or equal to 0",
+            )
+        obj = copy_json(entry.value)
+        obj.setdefault("spec", {})["replicas"] = replicas
+        scale_after = scale.get("metadata", {}).get("managedFields")
+        set_managed_fields(
+            obj["metadata"],
+            parent_entries_after_scale(parent_entries, scale_after, kind.api_version),
+        )
+        try:
+            result = await rest._write(
+                kind,
+                namespace,
+                name,
+                entry,
+                obj,
+                subresource=None,
+                dry_run=False,
+                strict_revision=True,
+                managed_fields=True,
+            )
+        except StatusError as exc:
+            if exc.code == 409 and exc.reason == "Conflict":
+                continue
+            raise
+        return scale_of(kind, result.obj)
+    raise conflict(kind.plural, kind.group, name)
+
+
+def _written_scale(
+    kind: Kind,
+    scales: FieldManager,
+    current: dict[str, Any],
+    body: Any,
+    patch_type: str | None,
+    manager: str,
+    now: str,
+    force: bool,
+) -> dict[str, Any] | None:
+    """The Scale after the write, with its managedFields; None when an apply changes
+    nothing."""
+    if patch_type == "apply":
+        if not isinstance(body, dict):
+            raise bad_request("error decoding patch: the body must be a Scale object")
+        try:
+            return scales.apply(current, body, manager, now, force=force)
+        except (ApplyConflict, ApplyRefused) as exc:
+            raise refusal(exc, kind, body) from exc
     try:
         if patch_type is None:
             scale = body
@@ -173,12 +255,10 @@ async def write_scale(
             scale = apply_merge_patch(current, body)
     except PatchError as exc:
         raise StatusError(422, str(exc)) from exc
-    replicas = (scale or {}).get("spec", {}).get("replicas")
-    if not isinstance(replicas, int) or replicas < 0:
-        raise StatusError(
-            422,
-            f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
-            f"{replicas!r}: must be greater than or equal to 0",
-        )
-    result = await rest.patch(kind, namespace, name, {"spec": {"replicas": replicas}}, "merge")
-    return scale_of(kind, result.obj)
+    if not isinstance(scale, dict):
+        raise bad_request("the body of the request must be a Scale object")
+    scale = dict(scale)
+    meta = dict(scale.get("metadata") or {})
+    set_managed_fields(meta, scales.update(current, scale, manager, now))
+    scale["metadata"] = meta
+    return scale

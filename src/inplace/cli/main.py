@@ -68,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="an AdmissionConfiguration (upstream's format) configuring PodSecurity defaults "
         "and exemptions",
     )
+    down = commands.add_parser(
+        "down",
+        help="stop a cluster: delete its workloads, stop `inplace up`, remove its cgroups",
+    )
+    down.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the cluster's state directory (default: as for `up`)",
+    )
+    down.add_argument("--purge", action="store_true", help="also remove the data dir")
 
     apiserver = commands.add_parser("apiserver", help="run the API server (started by `up`)")
     apiserver.add_argument("--data-dir", type=Path, required=True)
@@ -107,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "up":
         return _up(args)
+    if args.command == "down":
+        return _down(args)
     if args.command == "apiserver":
         return _apiserver(args)
     if args.command == "scheduler":
@@ -129,21 +142,26 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _up(args: argparse.Namespace) -> int:
     from inplace.cli.up import UpError, run_up
 
     data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
     try:
         return asyncio.run(
             run_up(
                 data,
                 host=args.host,
                 port=args.port,
-                say=say,
+                say=_say,
+                warn=_warn,
                 nodes=args.nodes,
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
@@ -159,6 +177,20 @@ def _up(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _down(args: argparse.Namespace) -> int:
+    from inplace.cli.down import DownError, run_down
+    from inplace.cli.up import cgroup_root_of
+
+    data = DataDir((args.data_dir or default_data_dir()).expanduser().resolve())
+    try:
+        return asyncio.run(
+            run_down(data, cgroup_root=cgroup_root_of(data), purge=args.purge, say=_say, warn=_warn)
+        )
+    except DownError as exc:
+        print(f"inplace down: {exc}", file=sys.stderr)
+        return 1
 
 
 def _apiserver(args: argparse.Namespace) -> int:

@@ -42,5 +42,25 @@ class DataDir:
     def apiserver(self) -> Path:
         return self.root / "apiserver"
 
+    @property
+    def store(self) -> Path:
+        """The API server's store (``inplace apiserver`` opens it there)."""
+        return self.apiserver / "store.db"
+
+    @property
+    def store_lock(self) -> Path:
+        """Locked by the process that has the store open (see :mod:`inplace.store`)."""
+        return self.apiserver / "store.db.lock"
+
+    @property
+    def up_lock(self) -> Path:
+        """Locked by the `inplace up` running on this data dir (:mod:`inplace.cli.lock`)."""
+        return self.root / "up.lock"
+
+    @property
+    def nodes(self) -> Path:
+        """The node agents' own data dirs (checkpoints, sandboxes, volumes)."""
+        return self.root / "nodes"
+
     def component_kubeconfig(self, name: str) -> Path:
         return self.components / f"{name}.kubeconfig"

@@ -33,7 +33,9 @@ from inplace.api.quantity import Quantity, QuantityError
 from inplace.apiserver.auth import MASTERS_GROUP, SIMULATOR_USER, TokenFile
 from inplace.apiserver.authz.policy import DASHBOARD_USER
 from inplace.apiserver.tls import ensure_certificates
+from inplace.cli.down import cluster_cgroups, pods_running
 from inplace.cli.kubeconfig import write_kubeconfig
+from inplace.cli.lock import DataDirLock, LockHeld, holder_of
 from inplace.cli.paths import DataDir
 
 _PR_SET_PDEATHSIG = 1
@@ -121,6 +123,43 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
+
+
+def refuse_if_in_use(data: DataDir) -> None:
+    """A running cluster's data dir is refused before anything is written in it (its
+    kubeconfigs name its port, its store is open): one line naming the holder."""
+    holder = holder_of(data)
+    if holder is not None:
+        raise UpError(_in_use(data, str(holder)))
+
+
+def _in_use(data: DataDir, holder: str) -> str:
+    return (
+        f"data dir {data.root} is in use by {holder}; stop that cluster with "
+        f"`inplace down --data-dir {data.root}`, or choose another --data-dir"
+    )
+
+
+def host_warnings(nodes: int, cpu: str, memory: str) -> list[str]:
+    """What the nodes promise beyond the host: the scheduler would place pods the host
+    cannot run together."""
+    count = max(nodes, 1)
+    host_cpu = (os.cpu_count() or 1) * 1000
+    host_memory = int(psutil.virtual_memory().total)
+    warnings = []
+    per_cpu, per_memory = Quantity.parse(cpu).milli_value(), Quantity.parse(memory).value()
+    if per_cpu * count > host_cpu:
+        warnings.append(
+            f"inplace up: warning: {count} node(s) of {cpu} CPU exceed this host's "
+            f"{host_cpu // 1000} CPU(s); pods that fit the nodes may not get the CPU they request"
+        )
+    if per_memory * count > host_memory:
+        warnings.append(
+            f"inplace up: warning: {count} node(s) of {memory} memory exceed this host's "
+            f"{host_memory // 2**20}Mi; pods that fit the nodes may not get the memory they "
+            "request"
+        )
+    return warnings
 
 
 def check_data_dir(path: Path) -> None:
@@ -383,6 +422,7 @@ async def run_up(
     host: str,
     port: int,
     say: Callable[[str], None],
+    warn: Callable[[str], None] | None = None,
     nodes: int = 1,
     node_cpu: str | None = None,
     node_memory: str | None = None,
@@ -392,10 +432,58 @@ async def run_up(
     dashboard: bool = True,
     dashboard_port: int = 0,
 ) -> int:
-    check_data_dir(data.root)
+    warn = warn or say
+    refuse_if_in_use(data)
     if admission_config is not None:
         _check_admission_config(admission_config)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
+    check_data_dir(data.root)
+    lock = DataDirLock(data)
+    try:
+        lock.acquire()
+    except LockHeld as exc:
+        raise UpError(_in_use(data, str(exc.holder))) from None
+    try:
+        return await _run_locked(
+            data,
+            host=host,
+            port=port,
+            say=say,
+            warn=warn,
+            nodes=nodes,
+            cpu=cpu,
+            memory=memory,
+            simulated_nodes=simulated_nodes,
+            scheduler=scheduler,
+            dashboard=dashboard,
+            dashboard_port=dashboard_port,
+            admission_config=admission_config,
+            sized=node_cpu is not None or node_memory is not None,
+        )
+    finally:
+        lock.release()
+
+
+async def _run_locked(
+    data: DataDir,
+    *,
+    host: str,
+    port: int,
+    say: Callable[[str], None],
+    warn: Callable[[str], None],
+    nodes: int,
+    cpu: str,
+    memory: str,
+    simulated_nodes: int,
+    scheduler: bool,
+    dashboard: bool,
+    dashboard_port: int,
+    admission_config: Path | None,
+    sized: bool,
+) -> int:
+    if sized and nodes > 0:
+        for line in host_warnings(nodes, cpu, memory):
+            warn(line)
     port = pick_port(host, port)
     if dashboard:
         dashboard_port = pick_port("127.0.0.1", dashboard_port, flag="--dashboard-port")
@@ -481,6 +569,14 @@ async def run_up(
             task.cancel()
         if nodes > 0:
             remove_empty_cgroup_root(cgroup_root_of(data))
+    left = pods_running(cgroup_root_of(data)) if nodes > 0 else 0
+    if left:
+        say(
+            f"inplace: stopped; the processes of {left} pod(s) keep running, as a kubelet's "
+            f"would. `inplace down --data-dir {data.root}` stops them and removes their cgroups"
+        )
+    else:
+        say("inplace: stopped")
     return 0
 
 
@@ -498,10 +594,7 @@ def _check_admission_config(path: Path) -> None:
 def remove_empty_cgroup_root(root: str) -> None:
     """rmdir the agents' cgroup root in every hierarchy; the kernel refuses while any node or
     pod cgroup (a workload that outlives the cluster) is still inside, which is what we want."""
-    base = Path("/sys/fs/cgroup")
-    if not base.is_dir():
-        return
-    for hierarchy in base.iterdir():
+    for top in cluster_cgroups(root):
         with contextlib.suppress(OSError):
-            os.rmdir(hierarchy / root)
-            os.rmdir((hierarchy / root).parent)  # the shared `inplace` level, if now empty
+            os.rmdir(top)
+            os.rmdir(top.parent)  # the shared `inplace` level, if now empty

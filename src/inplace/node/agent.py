@@ -20,7 +20,8 @@ Shape (upstream kubelet's, in miniature), one module per concern:
 * **Restore** (:mod:`.restore`) from checkpoints (:mod:`.checkpoint`) makes a SIGKILLed
   agent harmless: the next one re-adopts the processes before it serves any pod.
 * **Usage** (:mod:`.stats`) is sampled from cgroups every few seconds and served on
-  127.0.0.1 for ``metrics.k8s.io`` (:mod:`inplace.apiserver.nodemetrics`).
+  127.0.0.1 for ``metrics.k8s.io`` (:mod:`inplace.apiserver.nodemetrics`); the same server
+  takes ``kubectl exec`` from the API server (:mod:`.streaming`).
 * Every API call about pods goes through :class:`~inplace.node.actions.NodeActions` (tests
   fake it); the runtime, informer, stats endpoint and usage source are injectable, which is
   how one process serves many simulated nodes (:mod:`.simulated`).
@@ -45,6 +46,7 @@ from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .context import NodeContext, NodePaths
 from .env import api_server_env
+from .execproc import ExecTarget
 from .ledger import Ledger
 from .lifecycle import Lifecycle
 from .model import admission_check, desired_allocs, pod_allocated_requests, rfc3339
@@ -56,6 +58,7 @@ from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
 from .stats import ContainerRef, StatsServer, UsageSampler
 from .status import StatusWriter
+from .streaming import StreamingServer, TargetError
 from .tokens import TokenManager
 from .volumes.manager import VolumeManager
 from .volumes.objects import APIClaims, WatchedObjects
@@ -174,6 +177,10 @@ class NodeAgent:
         else:
             stats.add(config.node_name, self.sampler)
         self.stats = stats
+        if self._own_stats and runtime is None:  # a real node: processes to exec into
+            streaming = StreamingServer(driver, self.exec_target, client.config.bearer_token)
+            for method, path, handler in streaming.routes():
+                stats.add_route(method, path, handler)
         self._rejected: set[str] = set()
         self.registration = NodeRegistration(client, config, driver, lambda: self.stats.port)
 
@@ -271,6 +278,18 @@ class NodeAgent:
         """Re-adopt the pods of the checkpoints (before any pod is reconciled)."""
         pods = [p for p in self.informer.list() if self.mine(p)]
         await restore(self.ctx, self.lifecycle, self.pause, pods)
+
+    def exec_target(self, namespace: str, name: str, uid: str, container: str) -> ExecTarget:
+        """Where ``kubectl exec`` runs: the container's running process and its cgroup
+        (TargetError with kubelet's status and message otherwise)."""
+        w = self.ctx.worker_for(f"{namespace}/{name}")
+        if w is None or (uid and w.uid != uid):
+            raise TargetError(404, "pod does not exist")
+        state = w.containers.get(container)
+        process = w.procs.get(container)
+        if state is None or state.state != "running" or process is None:
+            raise TargetError(500, f'container not found ("{container}")')
+        return ExecTarget(process, self.ctx.paths.container(w.uid, container))
 
     # -- usage -------------------------------------------------------------------------------
 

@@ -80,6 +80,7 @@ __all__ = [
     "RunningProcess",
     "enter_command",
     "format_cri_log",
+    "is_running",
 ]
 
 LAUNCH_SUFFIX = ".launch.json"
@@ -312,7 +313,7 @@ class ProcessRuntime:
 
     def is_alive(self, proc: RunningProcess) -> bool:
         """The pid exists, is not a zombie, and started at ``proc.start_time``."""
-        return _matches(proc.pid, proc.start_time, allow_zombie=False)
+        return is_running(proc)
 
     def adopt(self, pid: int, start_time: float, log_path: str) -> RunningProcess | None:
         """Take over a workload started by an earlier agent. Returns None when there is no
@@ -438,6 +439,12 @@ def format_cri_log(raw: bytes, *, timestamp: datetime, stream: str = "stdout") -
         tag = b"P" if last else b"F"
         out += stamp.encode() + b" " + stream.encode() + b" " + tag + b" " + line + b"\n"
     return bytes(out)
+
+
+def is_running(proc: RunningProcess) -> bool:
+    """The process is there, not a zombie, and the one that started at ``proc.start_time``
+    (what :meth:`ProcessRuntime.is_alive` answers, without a runtime)."""
+    return _matches(proc.pid, proc.start_time, allow_zombie=False)
 
 
 def _matches(pid: int, start_time: float, *, allow_zombie: bool) -> bool:

@@ -6,8 +6,10 @@ consecutive CPU readings into a rate (nano-cores, as kubelet's Summary API repor
 bounded history (``history_seconds``, 15 minutes by default) is kept per container for the
 autoscaler.
 
-The endpoint listens on ``127.0.0.1`` over plain HTTP, read-only and unauthenticated (it only
-reveals usage figures, and only to local processes). It serves:
+The endpoint listens on ``127.0.0.1`` over plain HTTP. Its usage pages are read-only and
+unauthenticated (they only reveal usage figures, and only to local processes); other parts of
+the agent add their own routes (:meth:`StatsServer.add_route`: ``kubectl exec``'s, which
+authenticate the API server, :mod:`.streaming`). It serves:
 
 * ``GET /stats/summary`` — kubelet's Summary API shape, reduced to what ``metrics.k8s.io``
   needs: ``node`` and ``pods[]`` with ``podRef`` and ``containers[]`` (``cpu.usageNanoCores``,
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,12 +223,21 @@ class StatsServer:
         self.host = host
         self.port = port
         self._runner: web.AppRunner | None = None
+        self._routes: list[tuple[str, str, Callable[[web.Request], Awaitable[Any]]]] = []
+
+    def add_route(
+        self, method: str, path: str, handler: Callable[[web.Request], Awaitable[Any]]
+    ) -> None:
+        """Serve another endpoint of the agent here (before :meth:`start`)."""
+        self._routes.append((method, path, handler))
 
     async def start(self) -> int:
         app = web.Application()
         app.router.add_get("/stats/summary", self._summary)
         app.router.add_get("/stats/history", self._history)
         app.router.add_get("/healthz", self._health)
+        for method, path, handler in self._routes:
+            app.router.add_route(method, path, handler)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)

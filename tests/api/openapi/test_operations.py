@@ -26,6 +26,7 @@ def test_every_kubernetes_action_names_its_gvk(docs: dict[str, dict[str, Any]]) 
                 "patch",
                 "delete",
                 "deletecollection",
+                "connect",
             )
             gvk = op["x-kubernetes-group-version-kind"]
             assert set(gvk) == {"group", "kind", "version"}, (path, method)
@@ -55,6 +56,27 @@ def test_pods_document_has_resize_and_the_other_subresources(
     assert eviction["requestBody"]["content"]["*/*"]["schema"] == {
         "$ref": REF + "io.k8s.api.policy.v1.Eviction"
     }
+    exec_ = paths[f"{base}/exec"]
+    assert [exec_[m]["operationId"] for m in ("get", "post")] == [
+        "connectCoreV1GetNamespacedPodExec",
+        "connectCoreV1PostNamespacedPodExec",
+    ]
+    assert exec_["post"]["x-kubernetes-action"] == "connect"
+    assert exec_["get"]["x-kubernetes-group-version-kind"]["kind"] == "PodExecOptions"
+    assert [p["name"] for p in exec_["parameters"]] == [
+        "command",
+        "container",
+        "name",
+        "namespace",
+        "stderr",
+        "stdin",
+        "stdout",
+        "tty",
+    ]
+    attach = paths[f"{base}/attach"]
+    assert attach["get"]["operationId"] == "connectCoreV1GetNamespacedPodAttach"
+    assert attach["post"]["x-kubernetes-group-version-kind"]["kind"] == "PodAttachOptions"
+    assert "command" not in {p["name"] for p in attach["parameters"]}
     log = paths[f"{base}/log"]["get"]
     assert {"container", "follow", "tailLines"} <= {p["name"] for p in log["parameters"]}
     item = paths[base]

@@ -231,11 +231,13 @@ def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
     for sub in kind.subresources:
         ops = _subresource(kind, sub, obj, infix, ns, tag, gvk, components)
         if ops:
-            ops["parameters"] = [
-                param("name", f"name of the {_sub_kind_name(sub, kind)}", "string", "path"),
-                *copy.deepcopy(scope),
-                copy.deepcopy(pretty),
-            ]
+            name = param("name", f"name of the {_sub_kind_name(sub, kind)}", "string", "path")
+            if "parameters" in ops:  # a connect subresource: its query, no `pretty`
+                ops["parameters"] = sorted(
+                    [*ops["parameters"], name, *copy.deepcopy(scope)], key=lambda p: p["name"]
+                )
+            else:
+                ops["parameters"] = [name, *copy.deepcopy(scope), copy.deepcopy(pretty)]
             paths[f"{item}/{sub}"] = ops
     return paths
 
@@ -246,7 +248,93 @@ def _sub_kind_name(sub: str, kind: Kind) -> str:
         "binding": "Binding",
         "eviction": "Eviction",
         "token": "TokenRequest",
+        "exec": "PodExecOptions",
+        "attach": "PodAttachOptions",
     }.get(sub, kind.kind)
+
+
+EXEC_PARAMS: Final = (
+    param(
+        "command",
+        "Command is the remote command to execute. argv array. Not executed within a shell.",
+        "string",
+    ),
+    param(
+        "container",
+        "Container in which to execute the command. Defaults to only container if there is "
+        "only one container in the pod.",
+        "string",
+    ),
+    param("stderr", "Redirect the standard error stream of the pod for this call.", "boolean"),
+    param(
+        "stdin",
+        "Redirect the standard input stream of the pod for this call. Defaults to false.",
+        "boolean",
+    ),
+    param("stdout", "Redirect the standard output stream of the pod for this call.", "boolean"),
+    param(
+        "tty",
+        "TTY if true indicates that a tty will be allocated for the exec call. Defaults to false.",
+        "boolean",
+    ),
+)
+"""The query of ``pods/exec`` (upstream's ``PodExecOptions``)."""
+ATTACH_PARAMS: Final = (
+    param(
+        "container",
+        "The container in which to execute the command. Defaults to only container if there "
+        "is only one container in the pod.",
+        "string",
+    ),
+    param(
+        "stderr",
+        "Stderr if true indicates that stderr is to be redirected for the attach call. "
+        "Defaults to true.",
+        "boolean",
+    ),
+    param(
+        "stdin",
+        "Stdin if true, redirects the standard input stream of the pod for this call. "
+        "Defaults to false.",
+        "boolean",
+    ),
+    param(
+        "stdout",
+        "Stdout if true indicates that stdout is to be redirected for the attach call. "
+        "Defaults to true.",
+        "boolean",
+    ),
+    param(
+        "tty",
+        "TTY if true indicates that a tty will be allocated for the attach call. This is "
+        "passed through the container runtime so the tty is allocated on the worker node by "
+        "the container runtime. Defaults to false.",
+        "boolean",
+    ),
+)
+"""The query of ``pods/attach`` (upstream's ``PodAttachOptions``)."""
+
+
+def _connect(kind: Kind, sub: str, infix: str, ns: str, tag: str) -> dict[str, Any]:
+    """``connect`` GET and POST of a streaming subresource (an upgrade, answered by a node)."""
+    title = sub[:1].upper() + sub[1:]
+    gvk = gvk_of(kind.group, kind.version, _sub_kind_name(sub, kind))
+    ops: dict[str, Any] = {}
+    for method in ("get", "post"):
+        ops[method] = {
+            "description": f"connect {method.upper()} requests to {sub} of {kind.kind}",
+            "operationId": f"connect{infix}{method.title()}{ns}{kind.kind}{title}",
+            "responses": {
+                "200": {"content": {"*/*": {"schema": {"type": "string"}}}, "description": "OK"},
+                "401": {"description": "Unauthorized"},
+            },
+            "tags": [tag],
+            "x-kubernetes-action": "connect",
+            "x-kubernetes-group-version-kind": gvk,
+        }
+    table = EXEC_PARAMS if sub == "exec" else ATTACH_PARAMS
+    ops["parameters"] = [copy.deepcopy(p) for p in table]
+    return ops
 
 
 def _subresource(
@@ -263,6 +351,8 @@ def _subresource(
     eviction and token create, log read."""
     title = sub[:1].upper() + sub[1:]
     verbs = set(kind.verbs)
+    if sub in ("exec", "attach"):
+        return _connect(kind, sub, infix, ns, tag)
     if sub in CREATE_SUBRESOURCES:
         name = components.add_model(SUB_MODELS[sub])
         return {
