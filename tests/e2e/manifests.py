@@ -56,6 +56,10 @@ kind: Node
 metadata:
   name: static-node
   labels: {kubernetes.io/hostname: static-node}
+# No agent runs this node: it carries the taint upstream's admission gives every new Node until
+# its kubelet reports Ready (the node lifecycle controller then marks it unreachable).
+spec:
+  taints: [{key: node.kubernetes.io/not-ready, effect: NoSchedule}]
 status:
   capacity: {cpu: "2", memory: 4Gi, pods: "110"}
   allocatable: {cpu: "2", memory: 4Gi, pods: "110"}
@@ -87,6 +91,7 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
+      nodeSelector: {inplace.dev/e2e: api-only}
       containers:
       - name: web
         image: nginx
@@ -102,6 +107,7 @@ spec:
   template:
     metadata: {labels: {app: cache}}
     spec:
+      nodeSelector: {inplace.dev/e2e: api-only}
       containers:
       - {name: cache, image: redis, command: ["sleep", "3600"]}
 ---
@@ -112,6 +118,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
+      nodeSelector: {inplace.dev/e2e: api-only}
       containers:
       - name: align
         image: genomics

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -136,12 +138,21 @@ def start(data_dir: Path, clusters: list[Cluster]) -> Cluster:
     return cluster
 
 
+def web_pod(cluster: Cluster) -> dict[str, Any] | None:
+    """The Deployment's one pod, once its ReplicaSet made it and it runs."""
+    listed = json.loads(cluster.kubectl("get", "pods", "-l", "app=web", "-o", "json").stdout)
+    [pod] = listed["items"] or [None]
+    return pod if pod is not None and running(cluster, pod["metadata"]["name"]) else None
+
+
 def start_pods(cluster: Cluster, marker: Path) -> list[int]:
+    """Two bare pods and a Deployment's (Deployment and ReplicaSet: two workloads, three pods)."""
     apply(cluster, manifest(marker))
     pods = [
         wait_until(lambda n=name: running(cluster, n), what=name) for name in ("polite", "mounted")
     ]
-    return [pid_of(pod) for pod in pods]
+    web = wait_until(lambda: web_pod(cluster), what="the Deployment's pod")
+    return [*(pid_of(pod) for pod in pods), pid_of(web, "c")]
 
 
 def test_down_takes_a_running_cluster_and_a_second_up_leaves_it_alone(
@@ -164,7 +175,7 @@ def test_down_takes_a_running_cluster_and_a_second_up_leaves_it_alone(
 
     down = inplace("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stderr
-    assert "✓ deleted 1 workload(s) and 2 pod(s) through the API" in down.stdout
+    assert "✓ deleted 2 workload(s) and 3 pod(s) through the API" in down.stdout
     assert f"✓ stopped inplace up (process {cluster.process.pid} (" in down.stdout
     assert cluster.process.wait(30) == 0
     assert (tmp_path / "polite-got-sigterm").read_text() == "term\n"
@@ -188,18 +199,20 @@ def test_down_after_ctrl_c_stops_what_outlived_the_cluster(
     assert cluster.process.wait(60) == 0
     said = cluster.output.read_text()
     assert (
-        "inplace: stopped; the processes of 2 pod(s) keep running, as a kubelet's would. "
+        "inplace: stopped; the processes of 3 pod(s) keep running, as a kubelet's would. "
         f"`inplace down --data-dir {data_dir}` stops them and removes their cgroups"
     ) in said
     assert all(psutil.pid_exists(pid) for pid in pids)  # workloads outlive their cluster
 
     down = inplace("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stderr
-    assert "✓ deleted 1 workload(s) and 2 pod(s) from the store" in down.stdout
+    assert "✓ deleted 2 workload(s) and 3 pod(s) from the store" in down.stdout
     assert (tmp_path / "polite-got-sigterm").read_text() == "term\n"
     nothing_left(data_dir, pids)
 
-    assert asyncio.run(stored(data_dir, ("Pod", "Deployment"))) == []  # none comes back
+    assert (
+        asyncio.run(stored(data_dir, ("Pod", "Deployment", "ReplicaSet"))) == []
+    )  # none comes back
     purged = inplace("down", "--data-dir", str(data_dir), "--purge")
     assert purged.returncode == 0, purged.stderr
     assert not data_dir.exists()

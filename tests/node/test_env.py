@@ -268,3 +268,14 @@ async def test_the_kubernetes_service_variables_name_the_api_server_under_the_co
     assert env["URL"] == "https://127.0.0.1:1"
     assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert api_server_env("https://[::1]:6443")["KUBERNETES_PORT"] == "tcp://[::1]:6443"
+
+
+async def test_hostname_is_spec_hostname_when_set() -> None:
+    """An Indexed Job's pod is ``JOB-INDEX`` (``spec.hostname``), as kubelet names it."""
+    c = container()
+    indexed = pod(c)
+    indexed["spec"]["hostname"] = "seq-3"
+    env = await container_env(indexed, c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    assert env["HOSTNAME"] == "seq-3"
+    plain = await container_env(pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    assert plain["HOSTNAME"] == "web"

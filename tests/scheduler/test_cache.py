@@ -107,17 +107,23 @@ def test_priorities_counter() -> None:
     assert not cache.priorities
 
 
-def test_a_node_that_is_not_ready_is_tainted_as_upstream_would() -> None:
+def test_taints_are_read_from_the_node_not_inferred_from_its_conditions() -> None:
+    """The node lifecycle controller taints a node that is not ready; the cache reads the
+    taints it wrote and infers nothing from the Ready condition itself."""
     cache = NodeCache()
     ready = node("ready")
-    no_condition = node("ghost")
-    no_condition["status"].pop("conditions")
-    not_ready = node("sick")
-    not_ready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    for obj in (ready, no_condition, not_ready):
+    unreachable = node("gone")
+    unreachable["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    unreachable["spec"]["taints"] = [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+    ]
+    not_yet_tainted = node("sick")
+    not_yet_tainted["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    for obj in (ready, unreachable, not_yet_tainted):
         cache.upsert_node(obj)
-    tainted = {name: bool(cache.tainted[cache.slot(name)]) for name in ("ready", "ghost", "sick")}
-    assert tainted == {"ready": False, "ghost": True, "sick": True}
-    recovered = node("sick")
+    tainted = {name: bool(cache.tainted[cache.slot(name)]) for name in ("ready", "gone", "sick")}
+    assert tainted == {"ready": False, "gone": True, "sick": False}
+    recovered = node("gone")
     change = cache.upsert_node(recovered)
-    assert change.taints_changed and not cache.tainted[cache.slot("sick")]
+    assert change.taints_changed and not cache.tainted[cache.slot("gone")]

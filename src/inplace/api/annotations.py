@@ -32,6 +32,14 @@ or an object of profiles by container name. A profile is constant (``{"cpu": "25
 or points (``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}``, seconds since the
 container started). Parsed and validated by :mod:`inplace.api.usage_profile`."""
 
+# -- on workloads (Deployments, ReplicaSets, Jobs) -------------------------------------------------
+
+RESIZE_STATUS: Final = "inplace.dev/resize-status"
+"""JSON written by the workload-resize controller: ``{"resources": F, "moved": N}``, the
+fingerprint ``F`` of the template resources its pods are being brought to and how many pods
+were replaced (moved to another node) rather than resized in place for them; it survives a
+restart of the controller. The human-readable counts are in the ``PodsResized`` condition."""
+
 # -- on nodes --------------------------------------------------------------------------------
 
 SIMULATED: Final = "inplace.dev/simulated"

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 __all__ = [
     "KUBELET",
+    "NODE_LIFECYCLE",
     "SCHEDULER",
     "WRITERS",
     "ConditionOwnershipError",
@@ -56,6 +57,10 @@ KUBELET: Final = "kubelet"
 """The node agent (upstream's name for the component, as in its events' ``source``)."""
 SCHEDULER: Final = "default-scheduler"
 """The scheduler and its resize arbiter."""
+NODE_LIFECYCLE: Final = "node-lifecycle-controller"
+"""The controller manager's node lifecycle controller: it marks the pods of a node that
+stopped reporting not ready (upstream's ``MarkPodsNotReady``); the kubelet takes ``Ready``
+back when the node reports again."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ WRITERS: Final[Mapping[str, Writers]] = {
     "PodReadyToStartContainers": _only(KUBELET),
     "Initialized": _only(KUBELET),
     "ContainersReady": _only(KUBELET),
-    "Ready": _only(KUBELET),
+    "Ready": _only(KUBELET, NODE_LIFECYCLE),
     "PodResizeInProgress": _only(KUBELET),
     "MemoryPaused": _only(KUBELET),
     "PodResizeScheduled": _only(SCHEDULER),

@@ -50,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
+    from inplace.controllers.main import parse_duration
+
+    up.add_argument(
+        "--node-monitor-grace-period",
+        type=parse_duration,
+        default=40.0,
+        help="how long a node agent may stay silent before its node is marked Unknown and "
+        "its pods are evicted after their tolerationSeconds (default: 40s)",
+    )
     up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
     up.add_argument(
         "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
@@ -102,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
     )
 
+    from inplace.controllers.main import build_parser as controller_manager_arguments
+
+    controller_manager_arguments(
+        commands.add_parser(
+            "controller-manager", help="run the workload controllers (started by `up`)"
+        )
+    )
+
     from inplace.dashboard.main import add_arguments as dashboard_arguments
 
     dashboard_arguments(
@@ -126,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.scheduler.main import main as scheduler_main
 
         return scheduler_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "controller-manager":
+        from inplace.controllers.main import main as controller_manager_main
+
+        return controller_manager_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "dashboard":
         from inplace.dashboard.main import main as dashboard_main
 
@@ -168,6 +189,7 @@ def _up(args: argparse.Namespace) -> int:
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
                 admission_config=args.admission_control_config_file,
+                node_monitor_grace_period=args.node_monitor_grace_period,
                 dashboard=not args.no_dashboard,
                 dashboard_port=args.dashboard_port,
             )

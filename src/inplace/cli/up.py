@@ -391,6 +391,26 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
+def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+    return Component(
+        "controller-manager",
+        [
+            sys.executable,
+            "-m",
+            "inplace",
+            "controller-manager",
+            "--kubeconfig",
+            str(data.component_kubeconfig("controller-manager")),
+            "--node-monitor-grace-period",
+            f"{node_monitor_grace_period:g}s",
+            # Each controller as its own kube-system service account, with only its
+            # system:controller:* role (upstream's kubeadm runs it so).
+            "--use-service-account-credentials",
+        ],
+    )
+
+
 def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
     """The dashboard on 127.0.0.1:`port` as its own identity (`system:inplace:dashboard`,
     which may read what the dashboard shows and resize pods, nothing more), and its URL with
@@ -429,6 +449,7 @@ async def run_up(
     simulated_nodes: int = 0,
     scheduler: bool = True,
     admission_config: Path | None = None,
+    node_monitor_grace_period: float = 40.0,
     dashboard: bool = True,
     dashboard_port: int = 0,
 ) -> int:
@@ -455,6 +476,7 @@ async def run_up(
             memory=memory,
             simulated_nodes=simulated_nodes,
             scheduler=scheduler,
+            node_monitor_grace_period=node_monitor_grace_period,
             dashboard=dashboard,
             dashboard_port=dashboard_port,
             admission_config=admission_config,
@@ -476,6 +498,7 @@ async def _run_locked(
     memory: str,
     simulated_nodes: int,
     scheduler: bool,
+    node_monitor_grace_period: float,
     dashboard: bool,
     dashboard_port: int,
     admission_config: Path | None,
@@ -528,6 +551,12 @@ async def _run_locked(
             await supervisor.start(scheduler_component(data, metrics_port=metrics_port))
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
+        manager = controller_manager_component(
+            data, node_monitor_grace_period=node_monitor_grace_period
+        )
+        await supervisor.start(manager)
+        watchers.append(asyncio.create_task(supervisor.watch(manager)))
+        say("  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes)")
         if nodes > 0:
             for component in node_components(
                 data,

@@ -192,7 +192,9 @@ async def container_env(
     services: Mapping[str, str] = service_env or {}
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOSTNAME": str(meta.get("name") or "")}
+    # The pod's hostname: spec.hostname when set (an Indexed Job's `JOB-INDEX`), else its name.
+    hostname = (pod.get("spec") or {}).get("hostname") or meta.get("name") or ""
+    env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOSTNAME": str(hostname)}
     defined: dict[str, str] = {}
     for source in container.get("envFrom") or ():
         try:

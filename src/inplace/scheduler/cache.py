@@ -101,16 +101,6 @@ def _node_resources(node: Mapping[str, Any]) -> tuple[int, int, int]:
     return _quantity(res.get("cpu"), True), _quantity(res.get("memory"), False), pods
 
 
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-
-
-def _is_ready(node: Mapping[str, Any]) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
 def _blocking_taints(taints: Sequence[Mapping[str, Any]]) -> bool:
     return any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
 
@@ -208,12 +198,9 @@ class NodeCache:
         name = meta.get("name") or ""
         cpu, mem, pods = _node_resources(node)
         labels = dict(meta.get("labels") or {})
+        # Taints as the node lifecycle controller writes them (not-ready, unreachable,
+        # pressure): the scheduler reads them and infers nothing from the conditions.
         taints: list[Mapping[str, Any]] = [dict(t) for t in spec.get("taints") or ()]
-        if not _is_ready(node) and not any(t.get("key") == NOT_READY_TAINT for t in taints):
-            # Upstream's node lifecycle controller taints a node whose Ready condition is not
-            # True; with no such controller in the cluster, the cache applies the same taint,
-            # so a Node object with no agent behind it never receives pods.
-            taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
         unschedulable = bool(spec.get("unschedulable"))
         slot = self.slot_of.get(name)
         added = slot is None

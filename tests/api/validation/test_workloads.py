@@ -192,6 +192,43 @@ def test_job_template_is_immutable_except_container_resources() -> None:
     assert got[0].endswith(": field is immutable")
 
 
+def test_job_template_resources_change_only_as_the_running_pods_can_be_resized() -> None:
+    old = job()
+
+    def first_container(j: dict[str, Any]) -> dict[str, Any]:
+        container: dict[str, Any] = j["spec"]["template"]["spec"]["containers"][0]
+        return container
+
+    policy = mutate(
+        old,
+        lambda j: first_container(j).update(
+            resizePolicy=[{"resourceName": "memory", "restartPolicy": "NotRequired"}]
+        ),
+    )
+    # A running pod's resizePolicy cannot change (upstream's resize rules), so neither can
+    # the template's: the pods could not follow.
+    assert messages(lambda: validate_update(JOB, policy, old)) == [
+        "spec.template.spec: Forbidden: only cpu and memory resources are mutable"
+    ]
+    guaranteed = mutate(
+        old,
+        lambda j: first_container(j)["resources"].update(
+            requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
+        ),
+    )
+    assert messages(lambda: validate_update(JOB, guaranteed, old)) == [
+        'spec.template.spec: Invalid value: "Burstable": Pod QOS Class may not change as a '
+        "result of resizing"
+    ]
+    removed = mutate(old, lambda j: first_container(j)["resources"].update(requests={}))
+    assert messages(lambda: validate_update(JOB, removed, old)) == [
+        'spec.template.spec: Invalid value: "Burstable": Pod QOS Class may not change as a '
+        "result of resizing",
+        "spec.template.spec.containers[0].resources.requests: Forbidden: resource requests "
+        "cannot be removed",
+    ]
+
+
 def test_job_selector_and_completions_immutable() -> None:
     old = job()
     new = mutate(old, lambda j: j["spec"].update(completions=3))

@@ -29,8 +29,9 @@ Deliberate differences, each because this server works on JSON rather than Go st
   (``[]string{"10.96.0.10"}``).
 * Memory limit decreases on resize follow v1.34 (allowed; the node agent shrinks without
   killing, see DESIGN.md) unless ``allow_memory_limit_decrease=False`` asks for v1.33's rule.
-* Job pod templates accept changes to container resources (DESIGN.md "mutable template
-  resources"); upstream makes the whole template immutable.
+* Job pod templates accept changes to container resources that the running pods can follow
+  in place (the ``pods/resize`` rules, reported under ``spec.template``); upstream makes the
+  whole template immutable.
 * Events must name an ``involvedObject`` (ours; every component sets one).
 
 Validation never raises anything but :class:`ValidationError`, whatever JSON it is given: a

@@ -5,10 +5,14 @@ validation): the objects, their updates and their status.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
+from inplace.api import resources
+from inplace.api.defaults import default_pod
 from inplace.api.names import regex_error as _regex_error
+from inplace.api.podtemplates import without_resizable
 from inplace.api.validation.equality import semantic
 from inplace.api.validation.errors import (
     IMMUTABLE_MSG,
@@ -28,7 +32,6 @@ from inplace.api.validation.errors import (
     name_is_dns_subdomain,
     nonnegative,
     not_supported,
-    objects_in,
     required,
 )
 from inplace.api.validation.meta import (
@@ -41,6 +44,7 @@ from inplace.api.validation.meta import (
     validate_status_metadata,
 )
 from inplace.api.validation.pods import validate_pod_template
+from inplace.api.validation.resize import validate_pod_resize
 
 # -- workloads -----------------------------------------------------------------------------------
 
@@ -257,25 +261,51 @@ def validate_job(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
             )
 
 
-def _job_template_without_resources(template: object, old_template: object) -> Any:
-    """`template` with each container's resources replaced by the old ones (matched by
-    index), so that comparing it with the old template ignores resource changes."""
-    munged = copy.deepcopy(template)
-    for key in ("containers", "initContainers"):
-        new_cs = lookup(munged, "spec", key)
-        old_cs = objects_in(lookup(old_template, "spec", key))
-        if isinstance(new_cs, list) and len(new_cs) == len(old_cs):
-            for container, old_container in zip(new_cs, old_cs, strict=True):
-                if isinstance(container, dict):
-                    container["resources"] = old_container.get("resources")
-    return munged
+def _pod_of(template: object) -> dict[str, Any]:
+    """A defaulted pod made from a template, to ask the ``pods/resize`` rules about it."""
+    meta = template.get("metadata") if isinstance(template, Mapping) else None
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "template", "namespace": "default"},
+        "spec": copy.deepcopy(spec) if isinstance(spec, Mapping) else {},
+    }
+    if isinstance(meta, Mapping):
+        for key in ("labels", "annotations"):
+            if isinstance(meta.get(key), Mapping):
+                pod["metadata"][key] = dict(meta[key])
+    default_pod(pod, True)
+    return pod
+
+
+def _under_template(path: str) -> str:
+    return f"spec.template.{path}" if path else "spec.template"
+
+
+def _job_template_errors(new_template: object, old_template: object) -> list[FieldError]:
+    """A Job's template may change only in its containers' resources (ours; upstream: not at
+    all), and only as far as its running pods can follow in place: the change must pass the
+    ``pods/resize`` rules (which also keep ``resizePolicy`` as it is), whose errors are
+    reported under ``spec.template``."""
+    if semantic(without_resizable(new_template)) != semantic(without_resizable(old_template)):
+        return [invalid("spec.template", new_template, IMMUTABLE_MSG)]
+    if semantic(new_template) == semantic(old_template):
+        return []
+    old_pod, new_pod = _pod_of(old_template), _pod_of(new_template)
+    # What the API server stored for the running pods (a resize keeps their status).
+    old_pod["status"] = new_pod["status"] = {"qosClass": resources.qos_class(old_pod)}
+    pod_errs: list[FieldError] = []
+    validate_pod_resize(pod_errs, new_pod, old_pod)
+    return [dataclasses.replace(e, field=_under_template(e.field)) for e in pod_errs]
 
 
 def validate_job_update(
     errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
     """Upstream ``ValidateJobUpdate``: selector, completions, completion mode and template
-    unchanged, except the template's container resources (ours)."""
+    unchanged, except the template's container resources (ours: the workload-resize
+    controller resizes the running pods in place to match)."""
     validate_object_meta_update(errs, new, old)
     validate_job(errs, new)
     _validate_selector_update(errs, new, old)
@@ -284,9 +314,7 @@ def validate_job_update(
         if semantic(new_value) != semantic(old_value):
             errs.append(invalid(f"spec.{key}", new_value, IMMUTABLE_MSG))
     new_template, old_template = lookup(new, "spec", "template"), lookup(old, "spec", "template")
-    munged = _job_template_without_resources(new_template, old_template)
-    if semantic(munged) != semantic(old_template):
-        errs.append(invalid("spec.template", new_template, IMMUTABLE_MSG))
+    errs.extend(_job_template_errors(new_template, old_template))
 
 
 _UNHEALTHY_POD_EVICTION_POLICIES: Final = ("AlwaysAllow", "IfHealthyBudget")

@@ -223,18 +223,14 @@ def _controllers() -> dict[str, list[dict[str, Any]]]:
             rule(("update", "patch", "list", "watch"), ("",), ("nodes",)),
             events_rule(),
         ],
-        # This project's: resize a workload's pods in place, evict the ones that wait too
+        # This project's, exactly what it does (it reads through the controller manager's
+        # shared informers): resize a workload's pods in place, evict the ones that wait too
         # long (InPlacePreferred), and report progress on the workload's status.
         "workload-resize-controller": [
-            rule(READ, ("",), ("pods", "nodes")),
-            rule(("get", "patch"), ("",), ("pods/resize",)),
+            rule(("patch",), ("",), ("pods/resize",)),
             rule(("create",), ("",), ("pods/eviction",)),
-            rule(READ, ("apps",), ("deployments", "replicasets")),
-            rule(READ, ("batch",), ("jobs",)),
-            rule(
-                ("get", "patch", "update"), ("apps",), ("deployments/status", "replicasets/status")
-            ),
-            rule(("get", "patch", "update"), ("batch",), ("jobs/status",)),
+            rule(("patch",), ("apps",), ("deployments/status", "replicasets/status")),
+            rule(("patch",), ("batch",), ("jobs/status",)),
             events_rule(),
         ],
     }

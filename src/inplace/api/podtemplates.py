@@ -1,0 +1,51 @@
+"""Pod templates compared with their resizable fields set aside: the in-place rule's shape.
+
+A change to a workload's pod template that touches only its containers' ``resources`` and
+``resizePolicy`` can be carried out by resizing the running pods in place; any other change
+needs new pods. Validation (a Job's template accepts only such changes) and the controllers
+(a Deployment resizes instead of rolling out) ask the same question here. Whether the
+resize itself is allowed (cpu and memory only, no QoS change, ...) is the ``pods/resize``
+validation's answer, asked separately.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["RESIZABLE_FIELDS", "only_resizable_changed", "without_resizable"]
+
+RESIZABLE_FIELDS: Final = ("resources", "resizePolicy")
+"""The container fields a resize may change."""
+
+
+def without_resizable(template: Any) -> Any:
+    """A deep copy of ``template`` (a PodTemplateSpec dict) with every container's and init
+    container's resizable fields removed; anything malformed is returned copied as is."""
+    out = copy.deepcopy(template)
+    spec = out.get("spec") if isinstance(out, dict) else None
+    if not isinstance(spec, dict):
+        return out
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        for container in containers:
+            if isinstance(container, dict):
+                for field in RESIZABLE_FIELDS:
+                    container.pop(field, None)
+    return out
+
+
+def only_resizable_changed(old: Mapping[str, Any] | Any, new: Mapping[str, Any] | Any) -> bool:
+    """``old`` and ``new`` differ, and only in their containers' resizable fields (the same
+    containers, in the same order), compared as upstream's ``Semantic.DeepEqual`` (absent,
+    null and zero alike, quantities by value)."""
+    # Imported here: validation imports this module (its Job rules), so a module-level
+    # import of the validation package would be circular.
+    from inplace.api.validation.equality import semantic
+
+    if semantic(old) == semantic(new):
+        return False
+    return bool(semantic(without_resizable(old)) == semantic(without_resizable(new)))

@@ -1,0 +1,186 @@
+"""What every controller shares: the shared informers, the clock, the event recorders.
+
+A controller is built from a :class:`Context` (its constructor registers informer handlers
+that only enqueue keys) and run with ``await controller.run()`` once the informers it asked
+for have synced. :class:`SharedInformers` makes one informer per resource however many
+controllers ask for it, as client-go's ``SharedInformerFactory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from inplace.client import (
+    PODS,
+    APIConflictError,
+    APINotFoundError,
+    Client,
+    Clock,
+    Informer,
+    LoopClock,
+    Resource,
+    WorkQueue,
+    run_workers,
+)
+
+from .events import ControllerEvents
+from .pods import CONTROLLER_INDEX, OWNER_INDEX, controller_uid_index, owner_uids_index
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "NODE_INDEX",
+    "Context",
+    "Controller",
+    "QueueController",
+    "SharedInformers",
+]
+
+Obj = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRY = 0.05
+"""Seconds before a key whose write lost a compare-and-swap (409) is reconciled again."""
+
+NAMESPACE_INDEX = "namespace"
+"""Informer index of namespaced resources: the object's namespace."""
+
+
+NODE_INDEX = "node"
+"""Informer index of pods: the node they are bound to."""
+
+
+def _namespace_index(obj: Obj) -> list[str]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [namespace] if namespace else []
+
+
+def _node_index(pod: Obj) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+class SharedInformers:
+    """One :class:`Informer` per resource, with the ownership indexes every controller uses."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._informers: dict[Resource, Informer] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def get(self, resource: Resource) -> Informer:
+        informer = self._informers.get(resource)
+        if informer is None:
+            informer = Informer(self.client, resource)
+            informer.add_index(CONTROLLER_INDEX, controller_uid_index)
+            informer.add_index(OWNER_INDEX, owner_uids_index)
+            if resource.namespaced:
+                informer.add_index(NAMESPACE_INDEX, _namespace_index)
+            if resource == PODS:
+                informer.add_index(NODE_INDEX, _node_index)
+            self._informers[resource] = informer
+            if self._tasks:  # already running: start this one too
+                self._tasks.append(asyncio.create_task(informer.run()))
+        return informer
+
+    @property
+    def resources(self) -> list[Resource]:
+        return list(self._informers)
+
+    def start(self) -> None:
+        for informer in self._informers.values():
+            self._tasks.append(
+                asyncio.create_task(informer.run(), name=f"informer-{informer.resource.plural}")
+            )
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.wait_synced() for i in self._informers.values()))
+
+    @property
+    def synced(self) -> bool:
+        return all(i.has_synced for i in self._informers.values())
+
+    async def stop(self) -> None:
+        for informer in self._informers.values():
+            informer.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+
+
+@dataclass
+class Context:
+    """What a controller is built from."""
+
+    client: Client
+    informers: SharedInformers
+    clock: Clock = field(default_factory=LoopClock)
+    """Monotonic time and timers (work queue delays)."""
+    now: Callable[[], float] = time.time
+    """Wall-clock time (Unix seconds), compared with the time stamps objects carry."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    recorders: dict[str, ControllerEvents] = field(default_factory=dict)
+
+    def recorder(self, component: str) -> ControllerEvents:
+        recorder = self.recorders.get(component)
+        if recorder is None:
+            recorder = self.recorders[component] = ControllerEvents(self.client, component)
+        return recorder
+
+    def informer(self, resource: Resource) -> Informer:
+        return self.informers.get(resource)
+
+
+class Controller(Protocol):
+    name: str
+
+    async def run(self) -> None:
+        """Work until cancelled."""
+        ...
+
+
+class QueueController:
+    """A controller whose work is a queue of keys reconciled by a few workers."""
+
+    name = "controller"
+    workers = 4
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.client = ctx.client
+        self.queue: WorkQueue[str] = WorkQueue(clock=ctx.clock, name=self.name)
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    async def reconcile(self, key: str) -> float | None:
+        raise NotImplementedError
+
+    async def _reconcile(self, key: str) -> float | None:
+        try:
+            return await self.reconcile(key)
+        except APIConflictError as exc:
+            # Written from a cache a step behind: expected, and the informer is about to
+            # deliver the newer object. Look again shortly, without an error in the log.
+            log.debug("%s: %s: %s; retrying", self.name, key, exc)
+            return CONFLICT_RETRY
+        except APINotFoundError as exc:
+            # Something this sync wrote to went away meanwhile; its deletion event brings
+            # the key back if anything is left to do.
+            log.debug("%s: %s: %s", self.name, key, exc)
+            return None
+
+    async def run(self) -> None:
+        try:
+            await run_workers(self.queue, self._reconcile, self.workers)
+        finally:
+            self.queue.shutdown()

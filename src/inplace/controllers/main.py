@@ -1,0 +1,137 @@
+"""``inplace controller-manager``: run the controllers against any Kubernetes API server.
+
+    inplace controller-manager --kubeconfig components/controller-manager.kubeconfig \
+        --use-service-account-credentials                          # as `inplace up` runs it
+    inplace controller-manager --controllers=workload-resize      # on a real cluster
+
+SIGINT/SIGTERM stop it cleanly. Flag names are kube-controller-manager's where it has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import re
+import signal
+
+from inplace.client import Client, ConfigError, ServiceAccountCredentials, load_config
+from inplace.loop import run as run_event_loop
+
+from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
+
+__all__ = ["build_parser", "main", "parse_duration"]
+
+log = logging.getLogger("inplace.controllers")
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``40s``, ``1m30s``, ``500ms``) or plain seconds, as seconds."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 40s, 1m30s)")
+    return total
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or argparse.ArgumentParser(
+        prog="inplace controller-manager", description="Run the workload controllers."
+    )
+    names = ", ".join(spec.name for spec in CONTROLLERS)
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG)")
+    parser.add_argument(
+        "--controllers",
+        default="*",
+        help=f"controllers to run: '*' all, 'foo' enable, '-foo' disable (known: {names})",
+    )
+    parser.add_argument(
+        "--node-monitor-grace-period",
+        type=parse_duration,
+        default=40.0,
+        help="how long a node's Lease may go unrenewed before it is marked Unknown (40s)",
+    )
+    parser.add_argument(
+        "--node-monitor-period",
+        type=parse_duration,
+        default=5.0,
+        help="how often node health is checked (5s)",
+    )
+    parser.add_argument(
+        "--resize-replace-after",
+        type=parse_duration,
+        default=30.0,
+        help="how long an InPlacePreferred pod's resize may wait (Deferred/Infeasible) before "
+        "the pod is replaced at the new size (30s)",
+    )
+    parser.add_argument(
+        "--use-service-account-credentials",
+        action="store_true",
+        help="run each controller as its own service account in kube-system (needs the "
+        "right to create them and request their tokens, as system:kube-controller-manager "
+        "has), so each holds only its system:controller:* role",
+    )
+    parser.add_argument("--log-level", default="INFO")
+    return parser
+
+
+async def run(args: argparse.Namespace) -> None:
+    specs = select_controllers(args.controllers)
+    config = load_config(args.kubeconfig)
+    options = {
+        "node_monitor_grace_period": args.node_monitor_grace_period,
+        "node_monitor_period": args.node_monitor_period,
+        "resize_replace_after": args.resize_replace_after,
+    }
+    async with Client(
+        config, user_agent="inplace-controller-manager", connection_limit=128
+    ) as client:
+        credentials = (
+            ServiceAccountCredentials(client) if args.use_service_account_credentials else None
+        )
+        manager = ControllerManager(client, specs, options=options, credentials=credentials)
+        task = asyncio.create_task(manager.run())
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                task.result()
+        finally:
+            task.cancel()
+            stopper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if credentials is not None:
+                await credentials.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    try:
+        run_event_loop(run(args))
+    except (ConfigError, ControllerSelectionError) as exc:
+        print(f"inplace controller-manager: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

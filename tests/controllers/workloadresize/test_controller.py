@@ -1,0 +1,219 @@
+"""The workload-resize controller on its own (``--controllers=workload-resize``, as on a real
+cluster where upstream's controllers own the workloads), the test playing the kubelet."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from inplace.api.timestamps import rfc3339
+from inplace.client import JOBS, NODES, PODS, Client
+from inplace.controllers.workloadresize.model import CONDITION
+from tests.controllers.conftest import Harness
+from tests.poll import await_until
+
+RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+BIGGER = {"requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}
+
+
+def job(name: str, *, policy: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if policy:
+        meta["annotations"] = {"inplace.dev/resize-policy": policy}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "template": {
+                "metadata": meta,
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "busybox", "resources": copy.deepcopy(RESOURCES)}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def owned_pod(owner: dict[str, Any], index: int) -> dict[str, Any]:
+    """What upstream's job controller would have made (this test runs no job controller)."""
+    template = owner["spec"]["template"]
+    meta = owner["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{meta['name']}-{index}",
+            "namespace": "default",
+            "labels": dict(template["metadata"].get("labels") or {}),
+            "annotations": dict(template["metadata"].get("annotations") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": copy.deepcopy(template["spec"]),
+    }
+
+
+async def report(client: Client, name: str, *, pending: str | None = None) -> None:
+    """Play the kubelet: the pod runs at its spec's resources, or its resize waits."""
+    pod = await client.get(PODS, name, namespace="default")
+    now = rfc3339()
+    container = pod["spec"]["containers"][0]
+    resources = container.get("resources") or {}
+    conditions: list[dict[str, Any]] = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": now}
+    ]
+    status_resources = resources
+    if pending is not None:
+        conditions.append(
+            {
+                "type": "PodResizePending",
+                "status": "True",
+                "reason": pending,
+                "message": f"the test says {pending}",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        )
+        status_resources = RESOURCES
+    status = {
+        "phase": "Running",
+        "conditions": conditions,
+        "containerStatuses": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+                "allocatedResources": status_resources.get("requests"),
+                "resources": status_resources,
+            }
+        ],
+    }
+    await client.patch(
+        PODS,
+        name,
+        {"status": status},
+        patch_type="strategic",
+        namespace="default",
+        subresource="status",
+    )
+
+
+async def pods_resources(client: Client, names: list[str]) -> list[Any]:
+    out = []
+    for name in names:
+        pod = await client.get(PODS, name, namespace="default")
+        out.append(pod["spec"]["containers"][0]["resources"])
+    return out
+
+
+async def condition(client: Client, name: str) -> dict[str, Any] | None:
+    j = await client.get(JOBS, name, namespace="default")
+    for c in (j.get("status") or {}).get("conditions") or ():
+        if c["type"] == CONDITION:
+            return dict(c)
+    return None
+
+
+async def test_a_template_change_resizes_the_running_pods(harness: Harness) -> None:
+    client = harness.client
+    created = await client.create(JOBS, job("work"))
+    names = []
+    for i in range(2):
+        pod = await client.create(PODS, owned_pod(created, i))
+        names.append(pod["metadata"]["name"])
+        await report(client, pod["metadata"]["name"])
+    await harness.start("workload-resize")
+    await client.patch(
+        JOBS,
+        "work",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": BIGGER}]}}}},
+        patch_type="strategic",
+        namespace="default",
+    )
+
+    async def patched() -> bool:
+        return await pods_resources(client, names) == [BIGGER, BIGGER]
+
+    await await_until(patched, what="both pods' specs resized")
+
+    async def in_progress() -> bool:
+        cond = await condition(client, "work")
+        return cond is not None and cond["reason"] == "ResizeInProgress"
+
+    await await_until(in_progress, what="PodsResized False while the kubelet has not resized")
+    for name in names:
+        await report(client, name)  # the kubelet applied the resize
+
+    async def done() -> bool:
+        cond = await condition(client, "work")
+        return cond is not None and cond["status"] == "True"
+
+    await await_until(done, what="PodsResized True")
+    cond = await condition(client, "work")
+    assert cond is not None
+    assert cond["message"] == "2/2 pods at the template's resources (2 resized in place, 0 moved)"
+    uids = [(await client.get(PODS, n, namespace="default"))["metadata"]["uid"] for n in names]
+    assert len(set(uids)) == 2
+
+
+async def test_an_in_place_preferred_pod_that_waits_too_long_is_replaced(harness: Harness) -> None:
+    client = harness.client
+    await client.create(
+        NODES,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "roomy"},
+            "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}},
+        },
+    )
+    created = await client.create(JOBS, job("mover", policy="InPlacePreferred"))
+    stuck = await client.create(PODS, owned_pod(created, 0))
+    waiting = await client.create(PODS, owned_pod(created, 1))
+    for pod in (stuck, waiting):
+        await report(client, pod["metadata"]["name"])
+    await harness.start("workload-resize", resize_replace_after=0.5)
+    await client.patch(
+        JOBS,
+        "mover",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": BIGGER}]}}}},
+        patch_type="strategic",
+        namespace="default",
+    )
+
+    async def patched() -> bool:
+        names = [stuck["metadata"]["name"], waiting["metadata"]["name"]]
+        return await pods_resources(client, names) == [BIGGER, BIGGER]
+
+    await await_until(patched, what="resize patches sent")
+    await report(client, stuck["metadata"]["name"], pending="Infeasible")
+    await report(client, waiting["metadata"]["name"])
+
+    async def replaced() -> bool:
+        pods = await harness.pods()
+        return stuck["metadata"]["name"] not in {p["metadata"]["name"] for p in pods}
+
+    await await_until(replaced, what="the pod that waited too long evicted")
+
+    async def counted() -> bool:
+        cond = await condition(client, "mover")
+        return cond is not None and cond["message"] == (
+            "1/1 pods at the template's resources (1 resized in place, 1 moved)"
+        )
+
+    await await_until(counted, what="the move counted")
