@@ -10,6 +10,7 @@ import pytest
 
 from inplace.apiserver.auth import TokenFile
 from tests.conftest import Cluster
+from tests.poll import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -189,3 +190,34 @@ def test_kubectl_get_prints_roles_and_bindings(team: Cluster) -> None:
     ]
     row = next(line for line in wide.splitlines() if line.startswith("app-view"))
     assert "ClusterRole/view" in row and f"{NAMESPACE}/app" in row
+
+
+def test_each_controller_writes_as_its_own_service_account(cluster: Cluster) -> None:
+    """`inplace up` runs the controller manager with --use-service-account-credentials: it
+    makes one kube-system account per controller, each holding only its role."""
+    wanted = {
+        "replicaset-controller",
+        "deployment-controller",
+        "job-controller",
+        "generic-garbage-collector",
+        "node-controller",
+        "workload-resize-controller",
+    }
+
+    def accounts() -> bool:
+        listed = cluster.kubectl("get", "serviceaccounts", "-n", "kube-system", "-o", "name")
+        return wanted <= {line.split("/", 1)[1] for line in listed.stdout.split()}
+
+    wait_until(accounts, timeout=60, what="the controllers' service accounts")
+    sa = "system:serviceaccount:kube-system:workload-resize-controller"
+    rows = access_lines(cluster.kubectl("auth", "can-i", "--list", f"--as={sa}").stdout)
+    assert rows["pods/resize"] == {"patch"}
+    assert rows["pods/eviction"] == {"create"}
+    assert rows["deployments.apps/status"] == {"patch"}
+    assert rows["jobs.batch/status"] == {"patch"}
+    assert "pods" not in rows and "deployments.apps" not in rows
+    job = "system:serviceaccount:kube-system:job-controller"
+    can = cluster.kubectl("auth", "can-i", "create", "pods", f"--as={job}", "-n", "x")
+    assert can.stdout.strip() == "yes"
+    cannot = cluster.kubectl("auth", "can-i", "create", "namespaces", f"--as={job}", check=False)
+    assert cannot.stdout.strip() == "no"
