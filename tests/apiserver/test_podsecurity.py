@@ -96,6 +96,34 @@ async def test_a_restricted_namespace_refuses_a_privileged_pod(apiserver: InProc
     assert (status, warnings) == (201, [])
 
 
+async def test_server_side_apply_is_admitted_as_any_write(apiserver: InProcessServer) -> None:
+    """An apply that creates a pod passes the same admission as a POST (refused), and an
+    applied workload is warned about."""
+    await namespace(apiserver, "applied", enforce="restricted", warn="restricted")
+    apply = "application/apply-patch+yaml"
+    pods = f"{NAMESPACES}/applied/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", **privileged_pod()}
+    status, body, _ = await call(apiserver, "PATCH", f"{pods}/priv?fieldManager=me", pod, apply)
+    assert status == 403
+    assert body["message"].startswith(
+        'pods "priv" is forbidden: violates PodSecurity "restricted:latest": privileged '
+    )
+    status, _, _ = await call(apiserver, "GET", f"{pods}/priv")
+    assert status == 404
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {**privileged_pod()["spec"], "restartPolicy": "Never"}}},
+    }
+    path = "/apis/batch/v1/namespaces/applied/jobs/j?fieldManager=me"
+    status, _, warnings = await call(apiserver, "PATCH", path, job, apply)
+    assert status == 201
+    assert warnings and warnings[0].startswith(
+        '299 - "would violate PodSecurity \\"restricted:latest\\": privileged'
+    )
+
+
 async def test_a_baseline_warn_namespace_warns(apiserver: InProcessServer) -> None:
     await namespace(apiserver, "watched", warn="baseline")
     status, _, warnings = await call(

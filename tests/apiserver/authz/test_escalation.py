@@ -140,3 +140,45 @@ async def test_aggregation_rules_take_cluster_admin(cluster: Cluster) -> None:
         'clusterroles.rbac.authorization.k8s.io "gather-all" is forbidden: must have '
         "cluster-admin privileges to use the aggregationRule"
     )
+
+
+async def test_server_side_apply_cannot_escalate(cluster: Cluster) -> None:
+    """An apply that would create (or change) a binding passes the same escalation check."""
+    writer = {
+        "metadata": {"name": "binding-applier"},
+        "rules": [
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["rolebindings"],
+                "verbs": ["get", "create", "update", "patch"],
+            }
+        ],
+    }
+    assert (await cluster.admin.call("POST", ROLES, writer))[0] == 201
+    await cluster.bind(
+        "erin-applies", "binding-applier", user("erin"), namespace="default", kind="Role"
+    )
+    await cluster.bind("erin-view", "view", user("erin"), namespace="default")
+    erin = cluster.as_user("erin")
+    apply = "application/apply-patch+yaml"
+    body = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        **binding("pwn", "cluster-admin"),
+    }
+    path = f"{BINDINGS}/pwn?fieldManager=erin"
+    status, answer = await erin.call("PATCH", path, body, content_type=apply)
+    assert status == 403
+    assert "is attempting to grant RBAC permissions not currently held" in answer["message"]
+    assert (await cluster.admin.call("GET", f"{BINDINGS}/pwn"))[0] == 404
+    # What erin holds (view) she may hand on; re-pointing it is refused as upstream (roleRef
+    # is immutable), before anything is stored.
+    status, answer = await erin.call(
+        "PATCH", path, {**body, **binding("pwn", "view")}, content_type=apply
+    )
+    assert status == 201, answer
+    status, answer = await erin.call("PATCH", path, body, content_type=apply)
+    assert status == 422
+    assert answer["message"].endswith("cannot change roleRef")
+    stored = (await cluster.admin.call("GET", f"{BINDINGS}/pwn"))[1]
+    assert stored["roleRef"]["name"] == "view"
