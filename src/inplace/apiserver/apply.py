@@ -8,6 +8,7 @@ upstream's Status answers, and retries when another writer wins the compare-and-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from inplace.api.fieldmanager import FieldManager, field_manager
@@ -31,9 +32,11 @@ async def server_side_apply(
     manager: str,
     force: bool,
     user: User | None = None,
+    authorize_create: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Apply `body` for `manager` (admitted as `user`'s write); the object is created when
-    it does not exist yet."""
+    it does not exist yet, if `authorize_create` (upstream's check of the verb ``create``
+    for an apply that creates) does not raise."""
     del field_validation  # apply refuses unknown fields whatever it says, as upstream does
     if not isinstance(body, dict):
         raise bad_request(
@@ -48,6 +51,8 @@ async def server_side_apply(
             if exc.code != 404 or subresource is not None:
                 raise
             try:
+                if authorize_create is not None:
+                    authorize_create()
                 return await _create(
                     rest, kind, namespace, name, body, dry_run, manager, force, user
                 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +362,7 @@ class Resources:
                 user=request[USER],
                 manager=manager,
                 force=force,
+                authorize_create=self._create_check(request[USER], info),
             )
         return json_response(
             result.obj, status=201 if result.created else 200, warnings=result.warnings
@@ -426,6 +428,31 @@ class Resources:
                 f'{what} in version "{info.kind.version}" cannot be handled as a '
                 f"{info.kind.kind}: {decode_message(exc)}"
             ) from None
+
+    def _create_check(self, user: User, info: RequestInfo) -> Callable[[], None]:
+        """For an apply that would create its object: upstream authorizes the verb
+        ``create`` on it too (``withAuthorization`` in ``handlers/patch.go``), so the verb
+        ``patch`` alone never creates."""
+
+        def check() -> None:
+            if MASTERS_GROUP in user.groups:
+                return
+            kind = info.kind
+            attrs = Attributes(
+                user,
+                "create",
+                namespace=info.namespace or "",
+                api_group=kind.group,
+                api_version=kind.version,
+                resource=kind.plural,
+                subresource=info.subresource or "",
+                name=info.name or "",
+            )
+            decision = self.authz.authorize(attrs)
+            if not decision.allowed:
+                raise forbidden_error(attrs, decision.reason)
+
+        return check
 
     async def authorize(
         self, user: User, info: RequestInfo, body: Any, query: dict[str, str]

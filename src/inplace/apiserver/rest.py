@@ -392,6 +392,7 @@ class REST:
         user: User | None = None,
         manager: str = SERVER_MANAGER,
         force: bool = False,
+        authorize_create: Callable[[], None] | None = None,
     ) -> WriteResult:
         if patch_type == "apply":
             from inplace.apiserver.apply import server_side_apply
@@ -408,6 +409,7 @@ class REST:
                 manager=manager,
                 force=force,
                 user=user,
+                authorize_create=authorize_create,
             )
         schema = schema_for_kind(kind) if patch_type == "strategic" else None
         if patch_type == "strategic" and schema is None:

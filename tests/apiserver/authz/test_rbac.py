@@ -92,3 +92,36 @@ async def test_a_bad_token_is_401_even_for_public_paths(cluster: Cluster) -> Non
     forged.token = "forged"
     status, body = await forged.call("GET", "/healthz")
     assert (status, body["reason"]) == (401, "Unauthorized")
+
+
+async def test_an_apply_that_creates_needs_create(cluster: Cluster) -> None:
+    """Upstream authorizes `create` too when a server-side apply creates the object."""
+    patcher = {
+        "metadata": {"name": "cm-patcher"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}],
+    }
+    roles = f"{RBAC}/namespaces/default/roles"
+    assert (await cluster.admin.call("POST", roles, patcher))[0] == 201
+    await cluster.bind("fay-patches", "cm-patcher", user("fay"), namespace="default", kind="Role")
+    fay = cluster.as_user("fay")
+    path = "/api/v1/namespaces/default/configmaps/settings?fieldManager=fay"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}}
+    apply = "application/apply-patch+yaml"
+    status, answer = await fay.call("PATCH", path, body, content_type=apply)
+    assert status == 403
+    assert answer["message"] == (
+        'configmaps "settings" is forbidden: User "fay" cannot create resource "configmaps" '
+        'in API group "" in the namespace "default"'
+    )
+    assert (await cluster.admin.call("GET", "/api/v1/namespaces/default/configmaps/settings"))[
+        0
+    ] == 404
+    made = {"metadata": {"name": "settings"}, "data": {"a": "0"}}
+    assert (await cluster.admin.call("POST", "/api/v1/namespaces/default/configmaps", made))[
+        0
+    ] == 201
+    # The object exists: patch is all an apply needs (of a field nobody else owns).
+    body["data"] = {"b": "1"}
+    status, answer = await fay.call("PATCH", path, body, content_type=apply)
+    assert status == 200, answer
+    assert answer["data"] == {"a": "0", "b": "1"}
