@@ -22,6 +22,7 @@ from inplace.client import (
 )
 from inplace.controllers.main import parse_duration
 from inplace.controllers.manager import (
+    CONTROLLERS,
     ControllerManager,
     ControllerSelectionError,
     select_controllers,
@@ -126,3 +127,12 @@ async def test_with_service_account_credentials_each_controller_holds_only_its_r
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await credentials.close()
+
+
+def test_every_controller_has_an_account_bound_to_its_role() -> None:
+    """--use-service-account-credentials needs a system:controller:* role for each one."""
+    from inplace.apiserver.authz.controller_policy import controller_role_bindings
+
+    bound = {b["subjects"][0]["name"]: b["roleRef"]["name"] for b in controller_role_bindings()}
+    for spec in CONTROLLERS:
+        assert bound.get(spec.service_account) == f"system:controller:{spec.service_account}"

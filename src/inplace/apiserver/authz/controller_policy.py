@@ -233,6 +233,18 @@ def _controllers() -> dict[str, list[dict[str, Any]]]:
             rule(("patch",), ("batch",), ("jobs/status",)),
             events_rule(),
         ],
+        # This project's rescuer: usage from metrics.k8s.io, a donor's size remembered in
+        # its annotation (a patch of the pod), then shrunk and grown back by pods/resize.
+        "rescue-controller": [
+            rule(("list",), ("metrics.k8s.io",), ("pods",)),
+            rule(("patch",), ("",), ("pods", "pods/resize")),
+            events_rule(),
+        ],
+        # This project's memory-pause responder: more memory for a paused pod.
+        "memory-pause-responder": [
+            rule(("patch",), ("",), ("pods/resize",)),
+            events_rule(),
+        ],
     }
 
 
