@@ -239,23 +239,32 @@ class ControllerManager:
         self.context = Context(client, self.informers, options=dict(options or {}))
         self.specs = list(specs)
         self.credentials = credentials
+        self._clients: dict[str, Client] = {}
         self.controllers: dict[str, Controller] = {}
         self.synced = asyncio.Event()
 
-    async def build(self) -> None:
+    async def connect(self) -> None:
+        """With credentials: make (or find) each selected controller's service account and
+        its client, before :meth:`build`."""
+        if self.credentials is None:
+            return
+        for spec in self.specs:
+            self._clients[spec.name] = await self.credentials.client_for(spec.service_account)
+
+    def build(self) -> None:
         for spec in self.specs:
             if spec.name in self.controllers:
                 continue
             context = self.context
             if self.credentials is not None:
                 # Its own client; the informers and the recorders' table stay shared.
-                client = await self.credentials.client_for(spec.service_account)
-                context = dataclasses.replace(self.context, client=client)
+                context = dataclasses.replace(self.context, client=self._clients[spec.name])
             self.controllers[spec.name] = spec.build(context)
 
     async def run(self) -> None:
         """Build, sync the informers, run every controller until cancelled."""
-        await self.build()
+        await self.connect()
+        self.build()
         self.informers.start()
         tasks: list[asyncio.Task[None]] = []
         try:
