@@ -14,12 +14,22 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
 from inplace.apiserver.server import APIServer, APIServerConfig
 from inplace.cli.paths import DataDir
 from inplace.cli.up import cgroup_root_of
+
+# Hypothesis's health checks on time are timing assertions: on a shared 2-core machine a
+# strategy that draws in milliseconds can take a second. Every test gets the same profile.
+hypothesis.settings.register_profile(
+    "shared-machine",
+    deadline=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+)
+hypothesis.settings.load_profile("shared-machine")
 
 
 @dataclass
