@@ -50,3 +50,14 @@ LIMITS_ENFORCED: Final = "inplace.dev/limits-enforced"
 
 CGROUP_DRIVER: Final = "inplace.dev/cgroup-driver"
 """The node agent's cgroup driver: ``v1``, ``v2`` or ``none``."""
+
+# -- written by the vertical pod autoscaler's admission step (upstream's names) ---------------
+
+VPA_UPDATES: Final = "vpaUpdates"
+"""Upstream's: what the VPA admission step changed in a new pod, ``Pod resources updated by
+VPA: container 0: cpu request, memory request, memory limit; container 1: ...`` (containers
+by index, resources sorted)."""
+
+VPA_OBSERVED_CONTAINERS: Final = "vpaObservedContainers"
+"""Upstream's: the names of the pod's containers when it was admitted under a VPA, joined by
+``", "`` (the recommender and updater of upstream use it to tell containers added later)."""

@@ -91,6 +91,12 @@ def _workload_resize(ctx: Context) -> Controller:
     return WorkloadResizeController(ctx)
 
 
+def _vpa(ctx: Context) -> Controller:
+    from .vpa.controller import VpaController
+
+    return VpaController(ctx)
+
+
 CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset-controller", ("replicaset",), _replicaset, "ReplicaSets"),
     ControllerSpec("deployment-controller", ("deployment",), _deployment, "Deployments"),
@@ -127,6 +133,12 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         ("workload-resize-controller",),
         _workload_resize,
         "resizes a workload's pods in place when only its template's resources change",
+    ),
+    ControllerSpec(
+        "vertical-pod-autoscaler",
+        ("vpa", "vpa-recommender", "vpa-updater"),
+        _vpa,
+        "VerticalPodAutoscalers: recommender (status, checkpoints) and updater (in-place resizes)",
     ),
 )
 
