@@ -385,8 +385,10 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
-def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
-    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+def controller_manager_component(
+    data: DataDir, *, node_monitor_grace_period: float, vpa_checkpoint_interval: float = 60.0
+) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle, VPAs."""
     return Component(
         "controller-manager",
         [
@@ -398,6 +400,8 @@ def controller_manager_component(data: DataDir, *, node_monitor_grace_period: fl
             str(data.component_kubeconfig("controller-manager")),
             "--node-monitor-grace-period",
             f"{node_monitor_grace_period:g}s",
+            "--vpa-checkpoint-interval",
+            f"{vpa_checkpoint_interval:g}s",
         ],
     )
 
@@ -439,6 +443,7 @@ async def run_up(
     simulated_nodes: int = 0,
     scheduler: bool = True,
     node_monitor_grace_period: float = 40.0,
+    vpa_checkpoint_interval: float = 60.0,
     dashboard: bool = True,
     dashboard_port: int = 0,
 ) -> int:
@@ -464,6 +469,7 @@ async def run_up(
             simulated_nodes=simulated_nodes,
             scheduler=scheduler,
             node_monitor_grace_period=node_monitor_grace_period,
+            vpa_checkpoint_interval=vpa_checkpoint_interval,
             dashboard=dashboard,
             dashboard_port=dashboard_port,
             sized=node_cpu is not None or node_memory is not None,
@@ -485,6 +491,7 @@ async def _run_locked(
     simulated_nodes: int,
     scheduler: bool,
     node_monitor_grace_period: float,
+    vpa_checkpoint_interval: float,
     dashboard: bool,
     dashboard_port: int,
     sized: bool,
@@ -532,11 +539,16 @@ async def _run_locked(
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
         manager = controller_manager_component(
-            data, node_monitor_grace_period=node_monitor_grace_period
+            data,
+            node_monitor_grace_period=node_monitor_grace_period,
+            vpa_checkpoint_interval=vpa_checkpoint_interval,
         )
         await supervisor.start(manager)
         watchers.append(asyncio.create_task(supervisor.watch(manager)))
-        say("  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes)")
+        say(
+            "  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes, "
+            "vertical pod autoscalers)"
+        )
         if nodes > 0:
             for component in node_components(
                 data,
