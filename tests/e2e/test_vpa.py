@@ -59,14 +59,14 @@ def grower(name: str, *, grow_to_mib: int, limit: str | None = None) -> str:
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {name}
+  name: "{name}"
 spec:
   replicas: 1
   selector:
-    matchLabels: {{app: {name}}}
+    matchLabels: {{app: "{name}"}}
   template:
     metadata:
-      labels: {{app: {name}}}
+      labels: {{app: "{name}"}}
     spec:
       containers:
       - name: app
@@ -95,10 +95,10 @@ def vpa(name: str, mode: str, *, kind: str = "Deployment", target: str | None = 
 apiVersion: autoscaling.k8s.io/v1
 kind: VerticalPodAutoscaler
 metadata:
-  name: {name}
+  name: "{name}"
 spec:
-  targetRef: {{apiVersion: apps/v1, kind: {kind}, name: {target or name}}}
-  updatePolicy: {{updateMode: {mode}, minReplicas: 1}}
+  targetRef: {{apiVersion: apps/v1, kind: {kind}, name: "{target or name}"}}
+  updatePolicy: {{updateMode: "{mode}", minReplicas: 1}}
 """
 
 
@@ -315,6 +315,13 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
         return parse_rfc3339(stamp).timestamp() > stopped + 1
 
     wait_until(checkpoint_after_stop, timeout=30, interval=0.5, what="a fresh checkpoint")
+    # A pass after the pods went has seen every sample: NoPodsMatched says so.
+    wait_until(
+        lambda: condition(get(cluster, "vpa", "keep"), "NoPodsMatched"),
+        timeout=30,
+        interval=0.5,
+        what="NoPodsMatched",
+    )
     before = get(cluster, "vpa", "keep")["status"]["recommendation"]
     manager = _controller_manager(cluster)
     os.kill(manager.pid, signal.SIGKILL)
@@ -425,8 +432,13 @@ def test_upstream_hamster_example(cluster: Cluster) -> None:
         annotations = pods[0]["metadata"]["annotations"]
         assert annotations["vpaUpdates"].startswith("Pod resources updated by hamster-vpa: ")
         assert annotations["vpaObservedContainers"] == "hamster"
-        cpu = Quantity.parse(pods[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"])
-        assert Quantity.parse("100m") < cpu <= Quantity.parse("1")  # within maxAllowed
+        requests = pods[0]["spec"]["containers"][0]["resources"]["requests"]
+        # The recommendation, within the policy's bounds: memory rose to at least the pod
+        # minimum (250Mi), at most maxAllowed; cpu within [minAllowed, maxAllowed].
+        assert (
+            Quantity.parse("250Mi") <= Quantity.parse(requests["memory"]) <= Quantity.parse("500Mi")
+        )
+        assert Quantity.parse("100m") <= Quantity.parse(requests["cpu"]) <= Quantity.parse("1")
         reasons = [e["reason"] for e in get(cluster, "events")["items"]]
         assert "EvictedByVPA" in reasons
     finally:
