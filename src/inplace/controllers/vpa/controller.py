@@ -124,7 +124,7 @@ class VpaController:
         """(pod uid, container, time) of OOM kills and pauses already recorded."""
         self.urgent: set[VpaKey] = set()
         self.wake = asyncio.Event()
-        self.pods.add_handler(self._pod, lambda _old, new: self._pod(new), self._pod_gone)
+        self.pods.add_handler(self._pod_seen, lambda _old, new: self._pod(new), self._pod_gone)
         self.vpas.add_handler(None, None, self._vpa_gone)
 
     # -- lookups -----------------------------------------------------------------------------
@@ -160,6 +160,14 @@ class VpaController:
         ]
 
     # -- informer handlers (quick; only record and wake) ---------------------------------------
+
+    def _pod_seen(self, pod: Obj) -> None:
+        """A pod as first listed: OOM kills and pauses it already shows happened before this
+        process started (its predecessor recorded them, and the checkpoints hold them), so
+        they are noted, not recorded again; as upstream's OOM observer, only changes count."""
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        for container, at in [*oom_kills(pod), *paused_containers(pod)]:
+            self.seen_events.add((uid, container, at))
 
     def _pod(self, pod: Obj) -> None:
         events = [(c, at, True) for c, at in oom_kills(pod)]
