@@ -386,9 +386,14 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
 
 
 def controller_manager_component(
-    data: DataDir, *, node_monitor_grace_period: float, vpa_checkpoint_interval: float = 60.0
+    data: DataDir,
+    *,
+    node_monitor_grace_period: float,
+    metrics_port: int = 0,
+    vpa_checkpoint_interval: float = 60.0,
 ) -> Component:
-    """The controller manager: workloads, budgets, garbage collection, node lifecycle, VPAs."""
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle, the
+    rescuer, vertical pod autoscalers."""
     return Component(
         "controller-manager",
         [
@@ -400,6 +405,8 @@ def controller_manager_component(
             str(data.component_kubeconfig("controller-manager")),
             "--node-monitor-grace-period",
             f"{node_monitor_grace_period:g}s",
+            "--metrics-port",
+            str(metrics_port),
             "--vpa-checkpoint-interval",
             f"{vpa_checkpoint_interval:g}s",
         ],
@@ -538,16 +545,19 @@ async def _run_locked(
             await supervisor.start(scheduler_component(data, metrics_port=metrics_port))
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
+        manager_metrics_port = pick_port(host, 0)
         manager = controller_manager_component(
             data,
             node_monitor_grace_period=node_monitor_grace_period,
+            metrics_port=manager_metrics_port,
             vpa_checkpoint_interval=vpa_checkpoint_interval,
         )
         await supervisor.start(manager)
         watchers.append(asyncio.create_task(supervisor.watch(manager)))
         say(
             "  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes, "
-            "vertical pod autoscalers)"
+            "rescuer, vertical pod autoscalers; "
+            f"metrics on http://{host}:{manager_metrics_port}/metrics)"
         )
         if nodes > 0:
             for component in node_components(
