@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inplace.api.memorypause import paused_message
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import rfc3339
 from inplace.client import (
@@ -140,7 +141,7 @@ async def report(
                 "type": "MemoryPaused",
                 "status": "True",
                 "reason": "MemoryLimitReached",
-                "message": "containers paused at their memory limit: [app]",
+                "message": paused_message(["app"], "the test"),
                 "lastTransitionTime": now,
             }
         )

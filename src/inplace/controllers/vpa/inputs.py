@@ -13,30 +13,24 @@ Pure functions over JSON, so the controller stays thin and the rules are table-t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from inplace.api.memorypause import paused_containers as paused_names
+from inplace.api.memorypause import paused_since
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import CPU, MEMORY
 from inplace.api.timestamps import parse_rfc3339
 from inplace.api.vpa_policy import actual_requests_and_limits
 
 __all__ = [
-    "MEMORY_PAUSED",
     "Sample",
     "container_memory",
     "oom_kills",
     "paused_containers",
     "usage_samples",
 ]
-
-MEMORY_PAUSED: Final = "MemoryPaused"
-"""The node agent's pod condition while containers are paused at their memory limit."""
-
-_NAMES: Final = re.compile(r"\[([^\]]*)\]")
-"""The condition's message names the paused containers in brackets, ``[a b]``."""
 
 
 @dataclass(frozen=True)
@@ -109,19 +103,12 @@ def oom_kills(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
 
 
 def paused_containers(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
-    """``(container, since)`` for each container a ``MemoryPaused=True`` condition names."""
-    for cond in _get(pod, "status", "conditions") or ():
-        if not isinstance(cond, Mapping) or cond.get("type") != MEMORY_PAUSED:
-            continue
-        if cond.get("status") != "True":
-            return []
-        since = _time(cond.get("lastTransitionTime"))
-        match = _NAMES.search(str(cond.get("message") or ""))
-        if since is None or match is None:
-            return []
-        names = match.group(1).replace(",", " ").replace("'", " ").split()
-        return [(name, since) for name in names]
-    return []
+    """``(container, since)`` for each container the ``MemoryPaused=True`` condition names
+    (:mod:`inplace.api.memorypause` defines its format)."""
+    since = paused_since(pod)
+    if since is None:
+        return []
+    return [(name, since.timestamp()) for name in paused_names(pod)]
 
 
 def container_memory(pod: Mapping[str, Any], name: str) -> tuple[int, int | None]:
