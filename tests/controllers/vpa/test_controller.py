@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inplace.api.annotations import ORIGINAL_RESOURCES
 from inplace.api.memorypause import paused_message
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import rfc3339
@@ -21,6 +22,7 @@ from inplace.client import (
     APINotFoundError,
     Client,
 )
+from inplace.controllers.vpa.controller import _lent_to_the_rescuer
 from tests.controllers.conftest import Harness
 from tests.poll import await_until
 
@@ -277,3 +279,33 @@ async def _exists(client: Client, name: str) -> bool:
     except APINotFoundError:
         return False
     return True
+
+
+def test_a_donor_of_the_rescuer_is_left_alone_while_in_range() -> None:
+    vpa = {
+        "status": {
+            "recommendation": {
+                "containerRecommendations": [
+                    {
+                        "containerName": "app",
+                        "target": {"memory": "400Mi"},
+                        "lowerBound": {"memory": "200Mi"},
+                        "upperBound": {"memory": "1Gi"},
+                    }
+                ]
+            }
+        }
+    }
+
+    def pod(memory: str, donor: bool) -> dict[str, Any]:
+        annotations = {ORIGINAL_RESOURCES: "{}"} if donor else {}
+        return {
+            "metadata": {"annotations": annotations},
+            "spec": {
+                "containers": [{"name": "app", "resources": {"requests": {"memory": memory}}}]
+            },
+        }
+
+    assert _lent_to_the_rescuer(pod("250Mi", donor=True), vpa)
+    assert not _lent_to_the_rescuer(pod("150Mi", donor=True), vpa)  # below the lower bound
+    assert not _lent_to_the_rescuer(pod("250Mi", donor=False), vpa)

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from inplace.api.annotations import ORIGINAL_RESOURCES
 from inplace.api.timestamps import rfc3339
+from inplace.api.vpa_policy import pod_recommendations
 from inplace.api.vpa_targets import Target, pod_matches, resolve_target
 from inplace.client import (
     DEPLOYMENTS,
@@ -63,7 +65,7 @@ from .recommend import confidence
 from .recommender import ContainerKey, Recommender, VpaKey
 from .settings import RecommenderSettings, UpdaterSettings, variant
 from .status import same_status, vpa_status
-from .updater import Action, Decision, UpdaterMemory, decide
+from .updater import Action, Decision, UpdaterMemory, decide, pod_priority
 
 __all__ = ["RECOMMENDER", "UPDATER", "VpaController", "live_settings"]
 
@@ -400,7 +402,7 @@ class VpaController:
         by_key = {key_of(p): p for p in pods}
         for decision in decisions:
             pod = by_key.get(decision.pod)
-            if pod is None:
+            if pod is None or _lent_to_the_rescuer(pod, vpa):
                 continue
             if decision.action == Action.RESIZE:
                 await self._resize(vpa, pod, decision)
@@ -525,6 +527,17 @@ class VpaController:
                 await self.client.create(
                     VERTICALPODAUTOSCALERCHECKPOINTS, obj, namespace=meta["namespace"]
                 )
+
+
+def _lent_to_the_rescuer(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> bool:
+    """A donor the rescuer shrank (``inplace.dev/original-resources``) whose requests are
+    still within [lowerBound, upperBound] is left where it is: the rescuer grows it back to
+    the target when its node has room. Below the lower bound (an OOM kill or a pause raised
+    it) the updater acts as for any pod."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if ORIGINAL_RESOURCES not in annotations:
+        return False
+    return not pod_priority(pod_recommendations(pod, vpa)).outside_range
 
 
 def _key(vpa: Mapping[str, Any]) -> VpaKey:
