@@ -178,60 +178,47 @@ def test_in_place_or_recreate_resizes_the_running_pod(cluster: Cluster) -> None:
     cluster.kubectl("delete", "deployment,vpa", "grow", "--wait=true", timeout=90)
 
 
-def test_off_recommends_and_changes_nothing(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=grower("off", grow_to_mib=300) + "---" + vpa("off", "Off")
-    )
-    first = wait_until(lambda: running_pod(cluster, "off"), timeout=60, what="pod running")
-    wait_until(lambda: target_of(cluster, "off"), timeout=60, interval=1, what="recommendation")
-    # Well past the point where an updater would act (its interval is 10 s): nothing did.
-    wait_until(
-        lambda: Quantity.parse(target_of(cluster, "off")["memory"]) >= Quantity.parse("300Mi"),
-        timeout=60,
-        interval=1,
-        what="the recommendation covers the usage",
-    )
-    time.sleep(12)
-    pod = running_pod(cluster, "off")
-    assert pod is not None and pod["metadata"]["uid"] == first["metadata"]["uid"]
-    assert memory_request(pod) == Quantity.parse("100Mi")
-    # A new pod is not changed either.
-    cluster.kubectl("delete", "pod", pod["metadata"]["name"], "--wait=true", timeout=90)
-    fresh = wait_until(lambda: running_pod(cluster, "off"), timeout=60, what="new pod")
-    assert memory_request(fresh) == Quantity.parse("100Mi")
-    assert "vpaUpdates" not in (fresh["metadata"].get("annotations") or {})
-    cluster.kubectl("delete", "deployment,vpa", "off", "--wait=true", timeout=90)
-
-
-def test_initial_gives_the_recommendation_to_new_pods_only(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=grower("initial", grow_to_mib=300) + "---" + vpa("initial", "Initial"),
-    )
-    first = wait_until(lambda: running_pod(cluster, "initial"), timeout=60, what="pod running")
-    wait_until(
-        lambda: (
-            (t := target_of(cluster, "initial"))
-            and Quantity.parse(t["memory"]) >= Quantity.parse("300Mi")
-        ),
-        timeout=60,
-        interval=1,
-        what="the recommendation covers the usage",
-    )
-    time.sleep(12)  # an updater pass
-    pod = running_pod(cluster, "initial")
-    assert pod is not None and pod["metadata"]["uid"] == first["metadata"]["uid"]
-    assert memory_request(pod) == Quantity.parse("100Mi")
-    cluster.kubectl("delete", "pod", pod["metadata"]["name"], "--wait=true", timeout=90)
-    fresh = wait_until(lambda: running_pod(cluster, "initial"), timeout=60, what="new pod")
-    annotations = fresh["metadata"].get("annotations") or {}
+def test_off_and_initial_leave_running_pods_alone(cluster: Cluster) -> None:
+    """Both at once (one wait for both): a recommendation, no running pod changed; a new pod
+    gets it under Initial only."""
+    manifests = [grower(app, grow_to_mib=300) + "---" + vpa(app, mode) for app, mode in MODES]
+    cluster.kubectl("apply", "-f", "-", input="---".join(manifests))
+    first = {
+        app: wait_until(lambda a=app: running_pod(cluster, a), timeout=60, what=f"{app} running")
+        for app, _ in MODES
+    }
+    for app, _ in MODES:
+        wait_until(
+            lambda a=app: (
+                (t := target_of(cluster, a))
+                and Quantity.parse(t["memory"]) >= Quantity.parse("300Mi")
+            ),
+            timeout=60,
+            interval=1,
+            what=f"{app}: the recommendation covers the usage",
+        )
+    time.sleep(12)  # past an updater pass (10 s): had anything acted, it would show now
+    for app, _ in MODES:
+        pod = running_pod(cluster, app)
+        assert pod is not None and pod["metadata"]["uid"] == first[app]["metadata"]["uid"]
+        assert memory_request(pod) == Quantity.parse("100Mi")
+        cluster.kubectl("delete", "pod", pod["metadata"]["name"], "--wait=true", timeout=90)
+    fresh = {
+        app: wait_until(lambda a=app: running_pod(cluster, a), timeout=60, what=f"new {app} pod")
+        for app, _ in MODES
+    }
+    assert memory_request(fresh["off"]) == Quantity.parse("100Mi")
+    assert "vpaUpdates" not in (fresh["off"]["metadata"].get("annotations") or {})
+    annotations = fresh["initial"]["metadata"].get("annotations") or {}
     assert annotations["vpaUpdates"].startswith("Pod resources updated by initial: container 0: ")
     assert "memory request" in annotations["vpaUpdates"]
     assert annotations["vpaObservedContainers"] == "app"
-    assert memory_request(fresh) >= Quantity.parse("300Mi")
-    cluster.kubectl("delete", "deployment,vpa", "initial", "--wait=true", timeout=90)
+    assert memory_request(fresh["initial"]) >= Quantity.parse("300Mi")
+    for app, _ in MODES:
+        cluster.kubectl("delete", "deployment,vpa", app, "--wait=true", timeout=90)
+
+
+MODES = (("off", "Off"), ("initial", "Initial"))
 
 
 def test_an_oom_kill_raises_the_limit_at_once(cluster: Cluster) -> None:

@@ -241,6 +241,9 @@ class VpaController:
                 await step()
             except APIError as exc:
                 log.warning("%s: %s failed: %s", self.name, what, exc)
+            except Exception:
+                # One VPA's bad data must not stop the other controllers of the manager.
+                log.exception("%s: %s failed", self.name, what)
             await asyncio.sleep(seconds)
 
     async def _metrics_loop(self) -> None:
@@ -268,6 +271,8 @@ class VpaController:
                     await self.react()
             except APIError as exc:
                 log.warning("%s: recommendation pass failed: %s", self.name, exc)
+            except Exception:
+                log.exception("%s: recommendation pass failed", self.name)
             self.wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), max(next_pass - time.monotonic(), 0.01))
