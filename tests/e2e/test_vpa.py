@@ -51,10 +51,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         running.stop()
 
 
-def grower(name: str, *, grow_to_mib: int, limit: str | None = None) -> str:
+def grower(name: str, *, grow_to_mib: int, limit: str | None = None, pause: bool = False) -> str:
     """A Deployment of one pod whose process allocates ``grow_to_mib`` MiB in 10 MiB steps,
-    prints its PID, then sleeps; it requests 50m and 100Mi."""
+    prints its PID, then sleeps; it requests 50m and 100Mi. ``pause``: paused at its memory
+    limit instead of OOM-killed (``inplace.dev/oom-kill-disable``)."""
     limits = f"\n            limits: {{memory: {limit}}}" if limit else ""
+    annotations = '\n      annotations: {"inplace.dev/oom-kill-disable": "true"}' if pause else ""
     return f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -66,7 +68,7 @@ spec:
     matchLabels: {{app: "{name}"}}
   template:
     metadata:
-      labels: {{app: "{name}"}}
+      labels: {{app: "{name}"}}{annotations}
     spec:
       containers:
       - name: app
@@ -246,6 +248,45 @@ def test_an_oom_kill_raises_the_limit_at_once(cluster: Cluster) -> None:
     settled = wait_until(lambda: running_pod(cluster, "oom"), timeout=60, what="running again")
     assert settled["metadata"]["uid"] == pod["metadata"]["uid"]  # the same pod, not a new one
     cluster.kubectl("delete", "deployment,vpa", "oom", "--wait=true", timeout=90)
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/sys/fs/cgroup/memory"), reason="the pause under test is cgroup v1's"
+)
+def test_a_pause_at_the_limit_is_answered_in_place(cluster: Cluster) -> None:
+    """Paused at 200Mi instead of killed: the VPA (not the memory-pause responder) raises
+    the memory in place; the same process resumes and reaches its 300Mi."""
+    manifest = grower("pause", grow_to_mib=300, limit="200Mi", pause=True)
+    cluster.kubectl("apply", "-f", "-", input=manifest + "---" + vpa("pause", "InPlaceOrRecreate"))
+    first = wait_until(lambda: running_pod(cluster, "pause"), timeout=60, what="pod running")
+    pid = pid_of(first)
+
+    def raised() -> dict[str, Any] | None:
+        pod = running_pod(cluster, "pause")
+        if pod is None:
+            return None
+        limit = pod["spec"]["containers"][0]["resources"].get("limits", {}).get("memory")
+        return pod if limit and Quantity.parse(limit) > Quantity.parse("300Mi") else None
+
+    pod = wait_until(raised, timeout=120, interval=0.5, what="the limit raised")
+    assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+    assert pid_of(pod) == pid and psutil.pid_exists(pid)
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    wait_until(
+        lambda: (p := running_pod(cluster, "pause")) and condition(p, "MemoryPaused") is None,
+        timeout=60,
+        interval=0.5,
+        what="no longer paused",
+    )
+    reasons = {
+        e["reason"]
+        for e in get(
+            cluster, "events", "--field-selector", f"involvedObject.name={pod['metadata']['name']}"
+        )["items"]
+    }
+    assert "MemoryPaused" in reasons  # the node paused it (it grows 10 MiB every 0.1 s)
+    assert "InPlaceResizedByVPA" in reasons and "MemoryBumped" not in reasons
+    cluster.kubectl("delete", "deployment,vpa", "pause", "--wait=true", timeout=90)
 
 
 def test_a_target_that_cannot_be_read_is_config_unsupported(cluster: Cluster) -> None:
