@@ -152,7 +152,9 @@ def top_controller(pod: Mapping[str, Any], lookup: Lookup) -> tuple[str, str] | 
     while kind in WELL_KNOWN:
         owner = lookup(_GROUPS[kind], kind, name, namespace)
         parent = _controller_ref(owner) if owner is not None else None
-        if parent is None or parent in seen:
+        # A parent of another kind is not followed: nothing here can tell whether it has a
+        # scale subresource (upstream follows only those), so the last well-known one stands.
+        if parent is None or parent[0] not in WELL_KNOWN or parent in seen:
             break
         seen.add(parent)
         kind, name = parent
