@@ -122,6 +122,9 @@ class VpaController:
         self.targets: dict[VpaKey, Target] = {}
         self.written: dict[VpaKey, Obj] = {}
         """The status last written for each VPA (the informer may not show it yet)."""
+        self.written_over: dict[VpaKey, str] = {}
+        """The resourceVersion each of those writes replaced (the cache lags while it shows
+        that one; once it shows another, someone else may have changed the status)."""
         self.seen_events: set[tuple[str, str, float]] = set()
         """(pod uid, container, time) of OOM kills and pauses already recorded."""
         self.urgent: set[VpaKey] = set()
@@ -212,6 +215,7 @@ class VpaController:
         self.recommender.forget_vpa(key)
         self.targets.pop(key, None)
         self.written.pop(key, None)
+        self.written_over.pop(key, None)
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -263,6 +267,7 @@ class VpaController:
         next_pass = 0.0
         while True:
             now = time.monotonic()
+            self.wake.clear()  # before the work: a wake-up during it is not lost
             try:
                 if now >= next_pass:
                     next_pass = now + interval
@@ -273,7 +278,6 @@ class VpaController:
                 log.warning("%s: recommendation pass failed: %s", self.name, exc)
             except Exception:
                 log.exception("%s: recommendation pass failed", self.name)
-            self.wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), max(next_pass - time.monotonic(), 0.01))
 
@@ -321,9 +325,7 @@ class VpaController:
         recommendation = None
         if target.unsupported is None:
             recommendation = self.recommender.recommendation(key, vpa)
-        current = self.written.get(key, vpa.get("status") or {})
-        if vpa.get("status") and key not in self.written:
-            current = vpa["status"]
+        current = self.written.get(key) or vpa.get("status") or {}
         status = vpa_status(
             current,
             unsupported=target.unsupported,
@@ -332,7 +334,11 @@ class VpaController:
             low_confidence=self._low_confidence(key),
             now=rfc3339(),
         )
-        if same_status(status, vpa.get("status")) or same_status(status, self.written.get(key)):
+        version = str((vpa.get("metadata") or {}).get("resourceVersion") or "")
+        if same_status(status, vpa.get("status")) or (
+            # Written already, and the cache has not seen that write yet.
+            same_status(status, self.written.get(key)) and self.written_over.get(key) == version
+        ):
             return {**vpa, "status": status}
         meta = vpa.get("metadata") or {}
         try:
@@ -347,6 +353,7 @@ class VpaController:
         except APINotFoundError:
             return vpa
         self.written[key] = status
+        self.written_over[key] = version
         if target.unsupported is not None and "ConfigUnsupported" not in _types(vpa):
             self.recommender_events.event(
                 with_type(vpa, VERTICALPODAUTOSCALERS),
