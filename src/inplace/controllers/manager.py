@@ -197,6 +197,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         ("vpa", "vpa-recommender", "vpa-updater"),
         _vpa,
         "VerticalPodAutoscalers: recommender (status, checkpoints) and updater (in-place resizes)",
+        service_account="vertical-pod-autoscaler",
     ),
 )
 
