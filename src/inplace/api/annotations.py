@@ -99,6 +99,17 @@ MEMORY_PAUSE: Final = "inplace.dev/memory-pause"
 
 MEMORY_PAUSE_MECHANISMS: Final = ("oom-control", "freeze", "sigstop", "unavailable")
 
+# -- written by the vertical pod autoscaler's admission step (upstream's names) ---------------
+
+VPA_UPDATES: Final = "vpaUpdates"
+"""Upstream's: what the VPA admission step changed in a new pod, ``Pod resources updated by
+VPA: container 0: cpu request, memory request, memory limit; container 1: ...`` (containers
+by index, resources sorted)."""
+
+VPA_OBSERVED_CONTAINERS: Final = "vpaObservedContainers"
+"""Upstream's: the names of the pod's containers when it was admitted under a VPA, joined by
+``", "`` (the recommender and updater of upstream use it to tell containers added later)."""
+
 # -- formats ---------------------------------------------------------------------------------
 
 

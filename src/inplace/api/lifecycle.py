@@ -3,7 +3,8 @@ strategies.
 
 Upstream's ``PrepareForCreate``, ``PrepareForUpdate`` of a subresource (``pods/resize``) and
 ``CheckGracefulDelete`` of a resource's strategy, and the admission plugins that belong to one
-kind (``ServiceAccount`` and ``Priority`` for pods). Each takes plain JSON and
+kind (``ServiceAccount`` and ``Priority`` for pods, then the VPA's, upstream's webhook:
+:mod:`inplace.api.vpa_admission`). Each takes plain JSON and
 raises :class:`~inplace.api.strategy.Rejected` to refuse a request, so the API server runs
 them without knowing which kind they are for.
 """
@@ -17,6 +18,7 @@ from inplace.api.resources import qos_class
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
 from inplace.api.timestamps import rfc3339
 from inplace.api.token_volume import mount_service_account_token, should_automount
+from inplace.api.vpa_admission import admit_pod_vpa
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -40,6 +42,7 @@ def admit_pod(pod: dict[str, Any], objects: ObjectReader) -> None:
     """A new pod's admission steps, in upstream's plugin order."""
     admit_pod_service_account(pod, objects)
     admit_pod_priority(pod, objects)
+    admit_pod_vpa(pod, objects)  # upstream's mutating webhook runs after the plugins
 
 
 def admit_pod_service_account(pod: dict[str, Any], objects: ObjectReader) -> None:

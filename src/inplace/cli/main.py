@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a node agent may stay silent before its node is marked Unknown and "
         "its pods are evicted after their tolerationSeconds (default: 40s)",
     )
+    up.add_argument(
+        "--vpa-checkpoint-interval",
+        type=parse_duration,
+        default=60.0,
+        help="how often the VPA recommender saves its history as "
+        "VerticalPodAutoscalerCheckpoints (default: 60s)",
+    )
     up.add_argument("--no-dashboard", action="store_true", help="do not serve the live dashboard")
     up.add_argument(
         "--dashboard-port", type=int, default=0, help="dashboard port on 127.0.0.1 (0: pick one)"
@@ -229,6 +236,7 @@ def _up(args: argparse.Namespace) -> int:
                 scheduler=not args.no_scheduler,
                 admission_config=args.admission_control_config_file,
                 node_monitor_grace_period=args.node_monitor_grace_period,
+                vpa_checkpoint_interval=args.vpa_checkpoint_interval,
                 dashboard=not args.no_dashboard,
                 dashboard_port=args.dashboard_port,
             )

@@ -392,10 +392,14 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
 
 
 def controller_manager_component(
-    data: DataDir, *, node_monitor_grace_period: float, metrics_port: int = 0
+    data: DataDir,
+    *,
+    node_monitor_grace_period: float,
+    metrics_port: int = 0,
+    vpa_checkpoint_interval: float = 60.0,
 ) -> Component:
     """The controller manager: workloads, budgets, garbage collection, node lifecycle, the
-    rescuer."""
+    rescuer, vertical pod autoscalers."""
     return Component(
         "controller-manager",
         [
@@ -412,6 +416,8 @@ def controller_manager_component(
             "--use-service-account-credentials",
             "--metrics-port",
             str(metrics_port),
+            "--vpa-checkpoint-interval",
+            f"{vpa_checkpoint_interval:g}s",
         ],
     )
 
@@ -455,6 +461,7 @@ async def run_up(
     scheduler: bool = True,
     admission_config: Path | None = None,
     node_monitor_grace_period: float = 40.0,
+    vpa_checkpoint_interval: float = 60.0,
     dashboard: bool = True,
     dashboard_port: int = 0,
 ) -> int:
@@ -482,6 +489,7 @@ async def run_up(
             simulated_nodes=simulated_nodes,
             scheduler=scheduler,
             node_monitor_grace_period=node_monitor_grace_period,
+            vpa_checkpoint_interval=vpa_checkpoint_interval,
             dashboard=dashboard,
             dashboard_port=dashboard_port,
             admission_config=admission_config,
@@ -504,6 +512,7 @@ async def _run_locked(
     simulated_nodes: int,
     scheduler: bool,
     node_monitor_grace_period: float,
+    vpa_checkpoint_interval: float,
     dashboard: bool,
     dashboard_port: int,
     admission_config: Path | None,
@@ -561,12 +570,14 @@ async def _run_locked(
             data,
             node_monitor_grace_period=node_monitor_grace_period,
             metrics_port=manager_metrics_port,
+            vpa_checkpoint_interval=vpa_checkpoint_interval,
         )
         await supervisor.start(manager)
         watchers.append(asyncio.create_task(supervisor.watch(manager)))
         say(
             "  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes, "
-            f"rescuer; metrics on http://{host}:{manager_metrics_port}/metrics)"
+            "rescuer, vertical pod autoscalers; "
+            f"metrics on http://{host}:{manager_metrics_port}/metrics)"
         )
         if nodes > 0:
             for component in node_components(

@@ -92,6 +92,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--metrics-host", default="127.0.0.1")
     add_rescue_arguments(parser, parse_duration)
+    parser.add_argument(
+        "--vpa-variant",
+        default="inplace",
+        help="the VPA recommender's and updater's settings: inplace (default) or upstream",
+    )
+    for flag, default, what in (
+        ("recommender-interval", "10s", "between VPA recommendation passes"),
+        ("updater-interval", "10s", "between VPA updater passes"),
+        ("checkpoint-interval", "60s", "between writes of VerticalPodAutoscalerCheckpoints"),
+        ("metrics-interval", "5s", "between reads of the pods' usage (metrics.k8s.io)"),
+    ):
+        parser.add_argument(
+            f"--vpa-{flag}", type=parse_duration, default=parse_duration(default), help=what
+        )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -111,6 +125,11 @@ async def run(args: argparse.Namespace) -> None:
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
         **rescue_options(args),
+        "vpa_variant": args.vpa_variant,
+        "vpa_recommender_interval": args.vpa_recommender_interval,
+        "vpa_updater_interval": args.vpa_updater_interval,
+        "vpa_checkpoint_interval": args.vpa_checkpoint_interval,
+        "vpa_metrics_interval": args.vpa_metrics_interval,
     }
     async with Client(
         config, user_agent="inplace-controller-manager", connection_limit=128

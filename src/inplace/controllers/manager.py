@@ -108,6 +108,12 @@ def _memory_pause(ctx: Context) -> Controller:
     return MemoryPauseResponder(ctx)
 
 
+def _vpa(ctx: Context) -> Controller:
+    from .vpa.controller import VpaController
+
+    return VpaController(ctx)
+
+
 CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec(
         "replicaset-controller",
@@ -185,6 +191,13 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _memory_pause,
         "asks for more memory for pods paused at their limit (inplace.dev/memory-on-pause)",
         service_account="memory-pause-responder",
+    ),
+    ControllerSpec(
+        "vertical-pod-autoscaler",
+        ("vpa", "vpa-recommender", "vpa-updater"),
+        _vpa,
+        "VerticalPodAutoscalers: recommender (status, checkpoints) and updater (in-place resizes)",
+        service_account="vertical-pod-autoscaler",
     ),
 )
 

@@ -4,7 +4,8 @@ controller as (upstream's ``--use-service-account-credentials``).
 
 Transcribed from upstream's ``bootstrappolicy/controller_policy.go`` (v1.33) for the
 controllers a single-host cluster can run (cloud, storage-attach, certificate and
-dynamic-resource controllers left out); ``workload-resize-controller`` is this project's.
+dynamic-resource controllers left out); ``workload-resize-controller``, the rescuer's, the
+memory-pause responder's and ``vertical-pod-autoscaler`` are this project's.
 """
 
 from __future__ import annotations
@@ -243,6 +244,22 @@ def _controllers() -> dict[str, list[dict[str, Any]]]:
         # This project's memory-pause responder: more memory for a paused pod.
         "memory-pause-responder": [
             rule(("patch",), ("",), ("pods/resize",)),
+            events_rule(),
+        ],
+        # The vertical pod autoscaler's recommender and updater in one (upstream's
+        # vpa-actor, vpa-status-actor, vpa-checkpoint-actor, evictioner and in-place
+        # roles): usage from metrics.k8s.io, the VPAs' status, the checkpoints, resizes
+        # and evictions. Pods, VPAs and workloads are read through the shared informers.
+        "vertical-pod-autoscaler": [
+            rule(("list",), ("metrics.k8s.io",), ("pods",)),
+            rule(("patch", "update"), ("autoscaling.k8s.io",), ("verticalpodautoscalers/status",)),
+            rule(
+                ("get", "list", "watch", "create", "patch", "delete"),
+                ("autoscaling.k8s.io",),
+                ("verticalpodautoscalercheckpoints",),
+            ),
+            rule(("patch",), ("",), ("pods/resize",)),
+            rule(("create",), ("",), ("pods/eviction",)),
             events_rule(),
         ],
     }

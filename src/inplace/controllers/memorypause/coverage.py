@@ -13,53 +13,24 @@ answers a pause only when its ``updateMode`` lets it touch running pods: not ``O
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
+
+from inplace.api import vpa_targets
+from inplace.api.vpa_targets import WELL_KNOWN
 
 from ..vpa.policy import INITIAL, OFF, update_mode
 
 __all__ = ["WELL_KNOWN", "OwnerLookup", "controlling_vpa", "covering_vpa", "top_controller"]
 
-WELL_KNOWN: Final = frozenset(
-    {
-        "Deployment",
-        "ReplicaSet",
-        "StatefulSet",
-        "DaemonSet",
-        "Job",
-        "CronJob",
-        "ReplicationController",
-    }
-)
-"""Upstream's well-known controller kinds (its controller fetcher walks through these)."""
-
 OwnerLookup = Callable[[str, str, str], Mapping[str, Any] | None]
 """(kind, namespace, name) → the object from a cache, or None when unknown."""
 
 
-def _controller_ref(obj: Mapping[str, Any]) -> tuple[str, str] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
-
-
 def top_controller(pod: Mapping[str, Any], lookup: OwnerLookup) -> tuple[str, str] | None:
     """``(kind, name)`` of the pod's top-most well-known controller (its own controller when
-    that is not well-known, or when an owner is not in the cache); None without one."""
-    ref = _controller_ref(pod)
-    if ref is None:
-        return None
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-    kind, name = ref
-    seen = {ref}
-    while kind in WELL_KNOWN:
-        owner = lookup(kind, namespace, name)
-        parent = _controller_ref(owner) if owner is not None else None
-        if parent is None or parent[0] not in WELL_KNOWN or parent in seen:
-            break
-        seen.add(parent)
-        kind, name = parent
-    return kind, name
+    that is not well-known, or when an owner is not in the cache); None without one. The
+    VPA's own rule (:func:`inplace.api.vpa_targets.top_controller`), over this lookup."""
+    return vpa_targets.top_controller(pod, lambda _group, kind, name, ns: lookup(kind, ns, name))
 
 
 def controlling_vpa(

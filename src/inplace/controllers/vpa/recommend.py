@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inplace.api.resources import CPU, MEMORY
-
-from .model import AggregateContainerState, amount_from_float, scale_amount
-from .policy import (
+from inplace.api.vpa_policy import (
     canonical_cpu,
     canonical_memory,
     cap_recommendation,
@@ -32,6 +30,8 @@ from .policy import (
     controlled_resources,
     is_scaling_off,
 )
+
+from .model import AggregateContainerState, amount_from_float, scale_amount
 from .settings import RecommenderSettings
 
 __all__ = [

@@ -41,8 +41,8 @@ from typing import Any, Final
 
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.timestamps import parse_rfc3339, rfc3339
+from inplace.api.vpa_policy import pod_container_resources
 
-from .policy import pod_container_resources
 from .recommender import ContainerKey, Recommender, VpaKey
 from .settings import RecommenderSettings, UpdaterSettings, variant
 from .updater import Action, UpdaterMemory, decide

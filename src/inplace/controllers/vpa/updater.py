@@ -33,8 +33,7 @@ from typing import Any
 
 from inplace.api.resources import CPU, MEMORY, parse_resource_list
 from inplace.api.timestamps import parse_rfc3339
-
-from .policy import (
+from inplace.api.vpa_policy import (
     IN_PLACE,
     IN_PLACE_OR_RECREATE,
     INITIAL,
@@ -49,6 +48,7 @@ from .policy import (
     resize_body,
     update_mode,
 )
+
 from .settings import UpdaterSettings
 
 __all__ = [

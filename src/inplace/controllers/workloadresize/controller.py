@@ -31,12 +31,14 @@ import orjson
 
 from inplace.api.annotations import RESIZE_POLICY, RESIZE_STATUS
 from inplace.api.timestamps import rfc3339
+from inplace.api.vpa_policy import OFF, update_mode
 from inplace.client import (
     DEPLOYMENTS,
     JOBS,
     NODES,
     PODS,
     REPLICASETS,
+    VERTICALPODAUTOSCALERS,
     APIError,
     APIInvalidError,
     APINotFoundError,
@@ -47,7 +49,7 @@ from inplace.client import (
     run_workers,
 )
 
-from ..base import NODE_INDEX, Context
+from ..base import NAMESPACE_INDEX, NODE_INDEX, Context
 from ..pods import (
     CONTROLLER_INDEX,
     controller_of,
@@ -138,8 +140,30 @@ class WorkloadResizeController:
             lambda d: None, lambda old, new: None, lambda d: self._forget(f"Deployment/{key_of(d)}")
         )
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
+        self.vpas.add_handler(
+            self._vpa_changed, lambda _o, n: self._vpa_changed(n), self._vpa_changed
+        )
 
     # -- keys ----------------------------------------------------------------------------
+
+    def _vpa_changed(self, vpa: Obj) -> None:
+        ref = (vpa.get("spec") or {}).get("targetRef") or {}
+        if ref.get("kind") in _KINDS and ref.get("name"):
+            namespace = (vpa.get("metadata") or {}).get("namespace")
+            self.queue.add(f"{ref['kind']}/{namespace}/{ref['name']}")
+
+    def _under_vpa(self, kind: str, workload: Obj) -> bool:
+        """A VerticalPodAutoscaler (not ``Off``) sizes this workload's pods: its template's
+        resources are only where new pods start (as upstream), so they are not resized to it."""
+        meta = workload.get("metadata") or {}
+        for vpa in self.vpas.by_index(NAMESPACE_INDEX, str(meta.get("namespace") or "")):
+            ref = (vpa.get("spec") or {}).get("targetRef") or {}
+            if (ref.get("kind"), ref.get("name")) == (kind, meta.get("name")) and (
+                update_mode(vpa) != OFF
+            ):
+                return True
+        return False
 
     def _top_key(self, kind: str, obj: Mapping[str, Any]) -> str | None:
         """The key of the workload that reports for ``obj`` (a ReplicaSet or Job)."""
@@ -262,6 +286,8 @@ class WorkloadResizeController:
             return None
         if kind == "Job" and _finished(workload):
             return None  # a finished Job's condition stays as it last was
+        if self._under_vpa(kind, workload):
+            return None
         groups = self._groups(kind, workload)
         fingerprints = []
         states: list[tuple[str, PodState]] = []

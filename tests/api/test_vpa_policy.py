@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from inplace.api.quantity import Quantity
-from inplace.controllers.vpa.policy import (
+from inplace.api.vpa_policy import (
     cap_recommendation,
     container_policy,
     controlled_resources,

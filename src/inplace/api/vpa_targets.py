@@ -1,0 +1,206 @@
+"""Which pods a VerticalPodAutoscaler controls: its targetRef, the target's selector, and the
+controlling VPA of a pod (upstream's ``target`` and ``controller_fetcher`` packages).
+
+Shared by the recommender and updater (controller manager) and by the API server's pod
+admission, so all three agree on the pods of a VPA. The rule, as upstream's:
+
+* the targetRef must name an object this cluster serves whose kind has a label selector:
+  a Deployment, ReplicaSet or Job (``spec.selector``), and must be the top-most controller
+  (a ReplicaSet owned by a Deployment is not a valid target); otherwise the VPA gets
+  ``ConfigUnsupported`` with upstream's message (``Cannot read targetRef``, ``Unhandled
+  targetRef``, ``... should point to a topmost well-known or scalable controller``). Kinds
+  upstream handles that this cluster does not serve (StatefulSet, DaemonSet, CronJob,
+  ReplicationController) and custom kinds with a ``scale`` subresource are reported the
+  same way: nothing here can read their selector;
+* a pod is controlled by a VPA when it is in the VPA's namespace, its labels match the
+  target's selector, and its top-most well-known controller (owner references walked up)
+  is the target; when several VPAs control one pod, the oldest wins (then by name), as
+  upstream's ``GetControllingVPAForPod`` decides. The memory-pause responder goes by the
+  same rule: a pod whose controlling VPA lets it touch running pods (not ``Off`` nor
+  ``Initial``) is answered by the VPA updater, never by the responder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from inplace.api.selectors import LabelSelector, SelectorError
+
+__all__ = [
+    "SELECTOR_KINDS",
+    "WELL_KNOWN",
+    "Lookup",
+    "Target",
+    "controlling_vpa",
+    "pod_matches",
+    "resolve_target",
+    "top_controller",
+]
+
+Lookup = Callable[[str, str, str, str], Mapping[str, Any] | None]
+"""``(group, kind, name, namespace)`` → the object from a cache, or None when unknown."""
+
+SELECTOR_KINDS: Final[Mapping[str, str]] = {
+    "Deployment": "apps",
+    "ReplicaSet": "apps",
+    "Job": "batch",
+}
+"""The target kinds this cluster serves and reads a selector from, with their API group."""
+
+WELL_KNOWN: Final = frozenset(
+    {
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "ReplicationController",
+    }
+)
+"""Upstream's well-known controller kinds (its controller fetcher walks owners through these)."""
+
+_GROUPS: Final[Mapping[str, str]] = {
+    **SELECTOR_KINDS,
+    "StatefulSet": "apps",
+    "DaemonSet": "apps",
+    "CronJob": "batch",
+    "ReplicationController": "",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A VPA's target as resolved: its selector, or why it cannot be used."""
+
+    selector: LabelSelector | None
+    unsupported: str | None = None
+    """The ``ConfigUnsupported`` message (None: the target is fine)."""
+    kind: str = ""
+    name: str = ""
+
+
+def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _controller_ref(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    for ref in _get(obj, "metadata", "ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return str(ref.get("kind", "")), str(ref.get("name", ""))
+    return None
+
+
+def resolve_target(vpa: Mapping[str, Any], lookup: Lookup) -> Target:
+    """The selector of ``vpa``'s target, or upstream's ``ConfigUnsupported`` message."""
+    namespace = str(_get(vpa, "metadata", "namespace") or "")
+    ref = _get(vpa, "spec", "targetRef")
+    if not isinstance(ref, Mapping):
+        return Target(None, "Cannot read targetRef")
+    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+    api_version = str(ref.get("apiVersion") or "")
+    group = SELECTOR_KINDS.get(kind)
+    if group is None:
+        return Target(
+            None,
+            f"Cannot read targetRef. Reason: Unhandled targetRef {api_version} / {kind} / "
+            f"{name}, last error {kind} is not served by this cluster and has no scale "
+            "subresource with a selector",
+            kind,
+            name,
+        )
+    obj = lookup(group, kind, name, namespace)
+    if obj is None:
+        return Target(
+            None, f"Cannot read targetRef. Reason: {kind} {namespace}/{name} does not exist"
+        )
+    raw = _get(obj, "spec", "selector")
+    if not isinstance(raw, Mapping) or not raw:
+        return Target(None, "Cannot read targetRef", kind, name)
+    try:
+        selector = LabelSelector.from_dict(raw)
+    except SelectorError as exc:
+        return Target(None, f"Cannot read targetRef. Reason: {exc}", kind, name)
+    parent = _controller_ref(obj)
+    if parent is not None and parent[0] in WELL_KNOWN:
+        return Target(
+            None,
+            f"The target {api_version}.{kind}/{name} has a parent controller but it should "
+            "point to a topmost well-known or scalable controller",
+            kind,
+            name,
+        )
+    return Target(selector, None, kind, name)
+
+
+def top_controller(pod: Mapping[str, Any], lookup: Lookup) -> tuple[str, str] | None:
+    """``(kind, name)`` of the pod's top-most well-known controller (its own controller when
+    that is not well-known, or when an owner is not in the cache); None without one."""
+    ref = _controller_ref(pod)
+    if ref is None:
+        return None
+    namespace = str(_get(pod, "metadata", "namespace") or "")
+    kind, name = ref
+    seen = {ref}
+    while kind in WELL_KNOWN:
+        owner = lookup(_GROUPS[kind], kind, name, namespace)
+        parent = _controller_ref(owner) if owner is not None else None
+        # A parent of another kind is not followed: nothing here can tell whether it has a
+        # scale subresource (upstream follows only those), so the last well-known one stands.
+        if parent is None or parent[0] not in WELL_KNOWN or parent in seen:
+            break
+        seen.add(parent)
+        kind, name = parent
+    return kind, name
+
+
+def pod_matches(
+    pod: Mapping[str, Any], vpa: Mapping[str, Any], target: Target, lookup: Lookup
+) -> bool:
+    """``pod`` belongs to ``vpa`` (whose target resolved to ``target``)."""
+    if target.selector is None:
+        return False
+    if _get(pod, "metadata", "namespace") != _get(vpa, "metadata", "namespace"):
+        return False
+    labels = _get(pod, "metadata", "labels")
+    if not target.selector.matches(labels if isinstance(labels, Mapping) else {}):
+        return False
+    return top_controller(pod, lookup) == (target.kind, target.name)
+
+
+def _order(vpa: Mapping[str, Any]) -> tuple[str, str]:
+    return (
+        str(_get(vpa, "metadata", "creationTimestamp") or ""),
+        str(_get(vpa, "metadata", "name") or ""),
+    )
+
+
+def controlling_vpa(
+    pod: Mapping[str, Any],
+    vpas: Iterable[Mapping[str, Any]],
+    lookup: Lookup,
+    targets: Mapping[tuple[str, str], Target] | None = None,
+) -> Mapping[str, Any] | None:
+    """The VPA that controls ``pod`` (the oldest of those that match), whatever its mode.
+    ``targets`` caches resolved targets by ``(namespace, name)`` of the VPA."""
+    namespace = _get(pod, "metadata", "namespace")
+    best: Mapping[str, Any] | None = None
+    for vpa in vpas:
+        if _get(vpa, "metadata", "namespace") != namespace:
+            continue
+        key = (str(namespace), str(_get(vpa, "metadata", "name") or ""))
+        target = targets.get(key) if targets is not None else None
+        if target is None:
+            target = resolve_target(vpa, lookup)
+        if not pod_matches(pod, vpa, target, lookup):
+            continue
+        if best is None or _order(vpa) < _order(best):
+            best = vpa
+    return best

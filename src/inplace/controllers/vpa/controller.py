@@ -1,0 +1,578 @@
+"""The vertical pod autoscaler, live: upstream's recommender and updater in the controller
+manager, thin over the pure code of this package.
+
+* **Inputs.** Every ``metrics_interval`` (5 s, the node agents' sampling period) one LIST of
+  ``metrics.k8s.io`` PodMetrics, as upstream's recommender reads metrics-server, feeds each
+  matched container's CPU and memory to the :class:`~.recommender.Recommender`. The pod
+  informer delivers OOM kills (``lastState.terminated.reason: OOMKilled``) and pauses at the
+  memory limit (``MemoryPaused=True``), each recorded once, as upstream records an OOM.
+* **Recommender.** Every ``recommender_interval`` each VPA's target is resolved
+  (:mod:`inplace.api.vpa_targets`), and its ``status`` (recommendation and conditions,
+  :mod:`.status`) written when it changed. Checkpoints are loaded before the first pass and
+  written every ``checkpoint_interval``; those of deleted VPAs are garbage-collected.
+* **Updater.** Every ``updater_interval`` :func:`~.updater.decide` runs for each VPA and its
+  decisions are carried out: ``pods/resize`` for an in-place resize, the Eviction API
+  (disruption budgets apply) for an eviction, with upstream's events on the pod and the VPA.
+* **Reaction in seconds.** An OOM kill or a pause wakes both at once for that VPA: the
+  recommendation is recomputed with the bump, written, and the updater resizes the pod in
+  place, its requests capped by what is free on its node (maxAllowed caps the
+  recommendation already).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from inplace.api.annotations import ORIGINAL_RESOURCES
+from inplace.api.timestamps import rfc3339
+from inplace.api.vpa_policy import pod_recommendations
+from inplace.api.vpa_targets import Target, pod_matches, resolve_target
+from inplace.client import (
+    DEPLOYMENTS,
+    JOBS,
+    NODES,
+    PODMETRICS,
+    PODS,
+    REPLICASETS,
+    VERTICALPODAUTOSCALERCHECKPOINTS,
+    VERTICALPODAUTOSCALERS,
+    APIAlreadyExistsError,
+    APIError,
+    APINotFoundError,
+    APITooManyRequestsError,
+    Resource,
+    key_of,
+)
+
+from ..base import NAMESPACE_INDEX, NODE_INDEX, Context
+from ..pods import with_type
+from .checkpoint import checkpoint_objects, load_checkpoints
+from .fit import fit_to_node
+from .inputs import (
+    container_memory,
+    cpu_request_millicores,
+    oom_kills,
+    paused_containers,
+    usage_samples,
+)
+from .recommend import confidence
+from .recommender import ContainerKey, Recommender, VpaKey
+from .settings import RecommenderSettings, UpdaterSettings, variant
+from .status import same_status, vpa_status
+from .updater import Action, Decision, UpdaterMemory, decide, pod_priority
+
+__all__ = ["RECOMMENDER", "UPDATER", "VpaController", "live_settings"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+RECOMMENDER = "vpa-recommender"
+UPDATER = "vpa-updater"
+"""The events' sources (upstream's component names)."""
+
+_KINDS: dict[str, Resource] = {
+    "Deployment": DEPLOYMENTS,
+    "ReplicaSet": REPLICASETS,
+    "Job": JOBS,
+}
+
+
+def live_settings(
+    options: Mapping[str, Any],
+) -> tuple[RecommenderSettings, UpdaterSettings, float]:
+    """The settings the controller manager's ``--vpa-*`` flags select: a named variant
+    (:data:`~.settings.VARIANTS`, ``inplace`` by default) with the loop intervals replaced."""
+    recommender, updater = variant(str(options.get("vpa_variant") or "inplace"))
+    if options.get("vpa_recommender_interval") is not None:
+        recommender = replace(
+            recommender, recommender_interval=float(options["vpa_recommender_interval"])
+        )
+    if options.get("vpa_checkpoint_interval") is not None:
+        recommender = replace(
+            recommender, checkpoint_interval=float(options["vpa_checkpoint_interval"])
+        )
+    if options.get("vpa_updater_interval") is not None:
+        updater = replace(updater, updater_interval=float(options["vpa_updater_interval"]))
+    metrics = float(options.get("vpa_metrics_interval") or 5.0)
+    return recommender, updater, metrics
+
+
+class VpaController:
+    name = "vertical-pod-autoscaler"
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.client = ctx.client
+        settings, self.updater_settings, self.metrics_interval = live_settings(ctx.options)
+        self.recommender = Recommender(settings)
+        self.memory = UpdaterMemory()
+        self.pods = ctx.informer(PODS)
+        self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
+        self.nodes = ctx.informer(NODES)
+        self.owners = {kind: ctx.informer(res) for kind, res in _KINDS.items()}
+        self.recommender_events = ctx.recorder(RECOMMENDER)
+        self.updater_events = ctx.recorder(UPDATER)
+        self.targets: dict[VpaKey, Target] = {}
+        self.written: dict[VpaKey, Obj] = {}
+        """The status last written for each VPA (the informer may not show it yet)."""
+        self.written_over: dict[VpaKey, str] = {}
+        """The resourceVersion each of those writes replaced (the cache lags while it shows
+        that one; once it shows another, someone else may have changed the status)."""
+        self.seen_events: set[tuple[str, str, float]] = set()
+        """(pod uid, container, time) of OOM kills and pauses already recorded."""
+        self.urgent: set[VpaKey] = set()
+        self.wake = asyncio.Event()
+        self.pods.add_handler(self._pod_seen, lambda _old, new: self._pod(new), self._pod_gone)
+        self.vpas.add_handler(None, None, self._vpa_gone)
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def lookup(self, group: str, kind: str, name: str, namespace: str) -> Obj | None:
+        informer = self.owners.get(kind)
+        if informer is None or _KINDS[kind].group != group:
+            return None
+        return informer.get(f"{namespace}/{name}")
+
+    def target(self, vpa: Obj) -> Target:
+        return resolve_target(vpa, self.lookup)
+
+    def vpa_of(self, pod: Obj) -> tuple[VpaKey, Obj] | None:
+        """The VPA whose history the pod's usage feeds (the oldest that matches)."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        best: tuple[VpaKey, Obj] | None = None
+        for vpa in self.vpas.by_index(NAMESPACE_INDEX, namespace):
+            key = _key(vpa)
+            target = self.targets.get(key) or self.target(vpa)
+            if pod_matches(pod, vpa, target, self.lookup) and (
+                best is None or _order(vpa) < _order(best[1])
+            ):
+                best = (key, vpa)
+        return best
+
+    def pods_of(self, vpa: Obj, target: Target) -> list[Obj]:
+        namespace = str((vpa.get("metadata") or {}).get("namespace") or "")
+        return [
+            p
+            for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
+            if pod_matches(p, vpa, target, self.lookup)
+        ]
+
+    # -- informer handlers (quick; only record and wake) ---------------------------------------
+
+    def _pod_seen(self, pod: Obj) -> None:
+        """A pod as first listed: OOM kills and pauses it already shows happened before this
+        process started (its predecessor recorded them, and the checkpoints hold them), so
+        they are noted, not recorded again; as upstream's OOM observer, only changes count."""
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        for container, at in [*oom_kills(pod), *paused_containers(pod)]:
+            self.seen_events.add((uid, container, at))
+
+    def _pod(self, pod: Obj) -> None:
+        events = [(c, at, True) for c, at in oom_kills(pod)]
+        events += [(c, at, False) for c, at in paused_containers(pod)]
+        if not events:
+            return
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        fresh = [(c, at, kill) for c, at, kill in events if (uid, c, at) not in self.seen_events]
+        if not fresh:
+            return
+        found = self.vpa_of(pod)
+        if found is None:
+            return
+        key, _ = found
+        for container, at, kill in fresh:
+            self.seen_events.add((uid, container, at))
+            request, limit = container_memory(pod, container)
+            # A pause happens at the limit: the memory in use is the limit.
+            used = request if kill else max(request, limit or 0)
+            if self.recommender.record_oom(key, ContainerKey(uid, container), at, used):
+                log.info(
+                    "%s %s/%s: %s of container %s recorded",
+                    self.name,
+                    *key,
+                    "OOM kill" if kill else "memory pause",
+                    container,
+                )
+                self.urgent.add(key)
+        if self.urgent:
+            self.wake.set()
+
+    def _pod_gone(self, pod: Obj) -> None:
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        self.recommender.forget_pod(uid)
+        self.memory.forget(key_of(pod), uid)
+        self.seen_events = {e for e in self.seen_events if e[0] != uid}
+
+    def _vpa_gone(self, vpa: Obj) -> None:
+        key = _key(vpa)
+        self.recommender.forget_vpa(key)
+        self.targets.pop(key, None)
+        self.written.pop(key, None)
+        self.written_over.pop(key, None)
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self._load_checkpoints()
+        loops = [
+            self._metrics_loop(),
+            self._recommend_loop(),
+            self._update_loop(),
+            self._checkpoint_loop(),
+        ]
+        tasks = [asyncio.create_task(c) for c in loops]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _every(self, seconds: float, step: Any, what: str) -> None:
+        while True:
+            try:
+                await step()
+            except APIError as exc:
+                log.warning("%s: %s failed: %s", self.name, what, exc)
+            except Exception:
+                # One VPA's bad data must not stop the other controllers of the manager.
+                log.exception("%s: %s failed", self.name, what)
+            await asyncio.sleep(seconds)
+
+    async def _metrics_loop(self) -> None:
+        await self._every(self.metrics_interval, self.read_metrics, "reading PodMetrics")
+
+    async def _update_loop(self) -> None:
+        await asyncio.sleep(self.updater_settings.updater_interval)
+        await self._every(self.updater_settings.updater_interval, self.update_all, "updating")
+
+    async def _checkpoint_loop(self) -> None:
+        interval = self.recommender.settings.checkpoint_interval
+        await asyncio.sleep(interval)
+        await self._every(interval, self.write_checkpoints, "writing checkpoints")
+
+    async def _recommend_loop(self) -> None:
+        interval = self.recommender.settings.recommender_interval
+        next_pass = 0.0
+        while True:
+            now = time.monotonic()
+            self.wake.clear()  # before the work: a wake-up during it is not lost
+            try:
+                if now >= next_pass:
+                    next_pass = now + interval
+                    await self.recommend_all()
+                if self.urgent:
+                    await self.react()
+            except APIError as exc:
+                log.warning("%s: recommendation pass failed: %s", self.name, exc)
+            except Exception:
+                log.exception("%s: recommendation pass failed", self.name)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), max(next_pass - time.monotonic(), 0.01))
+
+    # -- the recommender -----------------------------------------------------------------------
+
+    async def read_metrics(self) -> None:
+        listing = await self.client.list(PODMETRICS)
+        for metrics in listing.get("items") or ():
+            meta = metrics.get("metadata") or {}
+            pod = self.pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
+            if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            found = self.vpa_of(pod)
+            if found is None:
+                continue
+            key, _ = found
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            for sample in usage_samples(metrics):
+                _, limit = container_memory(pod, sample.container)
+                self.recommender.add_sample(
+                    key,
+                    ContainerKey(uid, sample.container),
+                    sample.at,
+                    cpu_millicores=sample.cpu_millicores,
+                    memory_bytes=sample.memory_bytes,
+                    cpu_request_millicores=cpu_request_millicores(pod, sample.container),
+                    memory_limit_bytes=limit,
+                )
+
+    def _low_confidence(self, key: VpaKey) -> bool:
+        settings = self.recommender.settings
+        return any(
+            confidence(state, settings.confidence_interval_memory) < 1.0
+            or confidence(state, settings.confidence_interval_cpu) < 1.0
+            for state in self.recommender.aggregates(key).values()
+            if not state.is_empty()
+        )
+
+    async def recommend(self, vpa: Obj) -> Obj:
+        """Compute and (when changed) write one VPA's status; returns the VPA as written."""
+        key = _key(vpa)
+        target = self.targets[key] = self.target(vpa)
+        pods = self.pods_of(vpa, target) if target.unsupported is None else []
+        live = [p for p in pods if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+        recommendation = None
+        if target.unsupported is None:
+            recommendation = self.recommender.recommendation(key, vpa)
+        current = self.written.get(key) or vpa.get("status") or {}
+        status = vpa_status(
+            current,
+            unsupported=target.unsupported,
+            pods_matched=bool(live),
+            recommendation=recommendation,
+            low_confidence=self._low_confidence(key),
+            now=rfc3339(),
+        )
+        version = str((vpa.get("metadata") or {}).get("resourceVersion") or "")
+        if same_status(status, vpa.get("status")) or (
+            # Written already, and the cache has not seen that write yet.
+            same_status(status, self.written.get(key)) and self.written_over.get(key) == version
+        ):
+            return {**vpa, "status": status}
+        meta = vpa.get("metadata") or {}
+        try:
+            # The recommender is the status' one writer: it replaces the whole of it.
+            written = await self.client.patch(
+                VERTICALPODAUTOSCALERS,
+                str(meta.get("name")),
+                {"status": _replace_patch(vpa.get("status") or {}, status)},
+                namespace=str(meta.get("namespace")),
+                subresource="status",
+            )
+        except APINotFoundError:
+            return vpa
+        self.written[key] = status
+        self.written_over[key] = version
+        if target.unsupported is not None and "ConfigUnsupported" not in _types(vpa):
+            self.recommender_events.event(
+                with_type(vpa, VERTICALPODAUTOSCALERS),
+                "Warning",
+                "ConfigUnsupported",
+                target.unsupported,
+            )
+        return written
+
+    async def recommend_all(self) -> None:
+        for vpa in self.vpas.list():
+            await self.recommend(vpa)
+
+    async def react(self) -> None:
+        """OOM kills or pauses were recorded: recompute those VPAs and update their pods now."""
+        keys, self.urgent = self.urgent, set()
+        for key in keys:
+            vpa = self.vpas.get(f"{key[0]}/{key[1]}")
+            if vpa is None:
+                continue
+            written = await self.recommend(vpa)
+            await self.update(written)
+
+    # -- the updater ---------------------------------------------------------------------------
+
+    async def update_all(self) -> None:
+        for vpa in self.vpas.list():
+            key = _key(vpa)
+            status = self.written.get(key)
+            await self.update({**vpa, "status": status} if status is not None else vpa)
+
+    def _replicas(self, pods: list[Obj]) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for pod in pods:
+            for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+                if ref.get("controller") is not True or ref.get("kind") not in _KINDS:
+                    continue
+                namespace = (pod.get("metadata") or {}).get("namespace")
+                owner = self.owners[ref["kind"]].get(f"{namespace}/{ref.get('name')}")
+                replicas = ((owner or {}).get("spec") or {}).get("replicas")
+                if isinstance(replicas, int):
+                    out[(str(ref["kind"]), str(ref.get("name")))] = replicas
+        return out
+
+    async def update(self, vpa: Obj) -> list[Decision]:
+        target = self.targets.get(_key(vpa)) or self.target(vpa)
+        if target.unsupported is not None:
+            return []
+        pods = self.pods_of(vpa, target)
+        decisions = decide(
+            vpa,
+            pods,
+            replicas=self._replicas(pods),
+            now=time.time(),
+            settings=self.updater_settings,
+            memory=self.memory,
+        )
+        by_key = {key_of(p): p for p in pods}
+        for decision in decisions:
+            pod = by_key.get(decision.pod)
+            if pod is None or _lent_to_the_rescuer(pod, vpa):
+                continue
+            if decision.action == Action.RESIZE:
+                await self._resize(vpa, pod, decision)
+            elif decision.action == Action.EVICT:
+                await self._evict(vpa, pod, decision)
+        return decisions
+
+    async def _resize(self, vpa: Obj, pod: Obj, decision: Decision) -> None:
+        node = self.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        others = [
+            p
+            for p in self.pods.by_index(NODE_INDEX, str((pod.get("spec") or {}).get("nodeName")))
+            if key_of(p) != key_of(pod)
+        ]
+        resources = fit_to_node(decision.resources, pod, node, others)
+        body = Decision(decision.pod, decision.action, decision.reason, resources).resize_body()
+        meta = pod.get("metadata") or {}
+        try:
+            await self.client.patch(
+                PODS,
+                str(meta.get("name")),
+                body,
+                namespace=str(meta.get("namespace")),
+                subresource="resize",
+                patch_type="strategic",
+            )
+        except APINotFoundError:
+            return
+        except APIError as exc:
+            self.updater_events.event(
+                with_type(pod, PODS), "Warning", "InPlaceResizeFailed", f"{exc}"
+            )
+            return
+        log.info("%s: resized %s in place (%s): %s", self.name, decision.pod, decision.reason, body)
+        self.updater_events.event(
+            with_type(pod, PODS),
+            "Normal",
+            "InPlaceResizedByVPA",
+            f"Pod was resized in place by VPA Updater ({decision.reason}).",
+        )
+        self.updater_events.event(
+            with_type(vpa, VERTICALPODAUTOSCALERS),
+            "Normal",
+            "InPlaceResizedPod",
+            f"VPA Updater resized Pod {meta.get('name')} in place to apply resource "
+            "recommendation.",
+        )
+
+    async def _evict(self, vpa: Obj, pod: Obj, decision: Decision) -> None:
+        meta = pod.get("metadata") or {}
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "deleteOptions": {"preconditions": {"uid": meta.get("uid")}},
+        }
+        try:
+            await self.client.create(
+                PODS, body, namespace=str(meta.get("namespace")), subresource="eviction"
+            )
+        except APITooManyRequestsError as exc:
+            log.info("%s: eviction of %s refused: %s", self.name, decision.pod, exc)
+            return
+        except APINotFoundError:
+            return
+        self.updater_events.event(
+            with_type(pod, PODS),
+            "Normal",
+            "EvictedByVPA",
+            "Pod was evicted by VPA Updater to apply resource recommendation.",
+        )
+        self.updater_events.event(
+            with_type(vpa, VERTICALPODAUTOSCALERS),
+            "Normal",
+            "EvictedPod",
+            f"VPA Updater evicted Pod {meta.get('name')} to apply resource recommendation.",
+        )
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    async def _load_checkpoints(self) -> None:
+        try:
+            listing = await self.client.list_all(VERTICALPODAUTOSCALERCHECKPOINTS)
+        except APIError as exc:
+            log.warning("%s: cannot list checkpoints: %s", self.name, exc)
+            return
+        vpas = [_key(v) for v in self.vpas.list()]
+        skipped = load_checkpoints(self.recommender, listing.get("items") or [], vpas)
+        for name, reason in skipped:
+            log.info("%s: checkpoint %s not loaded: %s", self.name, name, reason)
+
+    async def write_checkpoints(self) -> None:
+        known = set()
+        for vpa in self.vpas.list():
+            key = _key(vpa)
+            known.add(key)
+            for obj in checkpoint_objects(self.recommender, key):
+                await self._write_checkpoint(obj)
+        listing = await self.client.list_all(VERTICALPODAUTOSCALERCHECKPOINTS)
+        for obj in listing.get("items") or ():
+            meta = obj.get("metadata") or {}
+            owner = (str(meta.get("namespace")), str((obj.get("spec") or {}).get("vpaObjectName")))
+            if owner not in known and self.vpas.has_synced:
+                with contextlib.suppress(APINotFoundError):
+                    await self.client.delete(
+                        VERTICALPODAUTOSCALERCHECKPOINTS,
+                        str(meta.get("name")),
+                        namespace=str(meta.get("namespace")),
+                    )
+
+    async def _write_checkpoint(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.client.patch(
+                VERTICALPODAUTOSCALERCHECKPOINTS,
+                meta["name"],
+                {"status": obj["status"]},
+                namespace=meta["namespace"],
+            )
+        except APINotFoundError:
+            with contextlib.suppress(APIAlreadyExistsError):
+                await self.client.create(
+                    VERTICALPODAUTOSCALERCHECKPOINTS, obj, namespace=meta["namespace"]
+                )
+
+
+def _lent_to_the_rescuer(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> bool:
+    """A donor the rescuer shrank (``inplace.dev/original-resources``) whose requests are
+    still within [lowerBound, upperBound] is left where it is: the rescuer grows it back to
+    the target when its node has room. Below the lower bound (an OOM kill or a pause raised
+    it) the updater acts as for any pod."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if ORIGINAL_RESOURCES not in annotations:
+        return False
+    return not pod_priority(pod_recommendations(pod, vpa)).outside_range
+
+
+def _key(vpa: Mapping[str, Any]) -> VpaKey:
+    meta = vpa.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _order(vpa: Mapping[str, Any]) -> tuple[str, str]:
+    meta = vpa.get("metadata") or {}
+    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+
+
+def _types(vpa: Mapping[str, Any]) -> set[str]:
+    return {
+        str(c.get("type"))
+        for c in (vpa.get("status") or {}).get("conditions") or ()
+        if isinstance(c, Mapping)
+    }
+
+
+def _replace_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch that turns status ``old`` into ``new`` (keys ``new`` lacks are nulled;
+    lists are replaced whole by a merge patch)."""
+    patch: dict[str, Any] = {k: None for k in old if k not in new}
+    patch.update(new)
+    return patch

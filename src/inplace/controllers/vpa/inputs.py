@@ -1,0 +1,134 @@
+"""What the live recommender reads from API objects: usage samples, OOM kills and pauses.
+
+Pure functions over JSON, so the controller stays thin and the rules are table-tested:
+
+* :func:`usage_samples` — a ``metrics.k8s.io`` PodMetrics object (the node agents' 5 s
+  samples, served by the API server) as ``(container, time, millicores, bytes)``;
+* :func:`oom_kills` — the containers of a pod whose ``lastState.terminated.reason`` is
+  ``OOMKilled``, with the kill's time (one event per kill: the time identifies it);
+* :func:`paused_containers` — the containers a ``MemoryPaused=True`` condition names, with
+  the time the pause began (the condition's ``lastTransitionTime``);
+* :func:`container_memory` — a container's memory request and limit, in bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inplace.api.memorypause import paused_containers as paused_names
+from inplace.api.memorypause import paused_since
+from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.resources import CPU, MEMORY
+from inplace.api.timestamps import parse_rfc3339
+from inplace.api.vpa_policy import actual_requests_and_limits
+
+__all__ = [
+    "Sample",
+    "container_memory",
+    "oom_kills",
+    "paused_containers",
+    "usage_samples",
+]
+
+
+@dataclass(frozen=True)
+class Sample:
+    container: str
+    at: float
+    cpu_millicores: int | None
+    memory_bytes: int | None
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _time(raw: Any) -> float | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return parse_rfc3339(raw).timestamp()
+    except ValueError:
+        return None
+
+
+def _quantity(raw: Any) -> Quantity | None:
+    if raw is None:
+        return None
+    try:
+        return Quantity.parse(raw)
+    except QuantityError:
+        return None
+
+
+def usage_samples(metrics: Mapping[str, Any]) -> list[Sample]:
+    """One sample per container of a PodMetrics object (none without a time stamp)."""
+    at = _time(metrics.get("timestamp"))
+    if at is None:
+        return []
+    out = []
+    for container in metrics.get("containers") or ():
+        if not isinstance(container, Mapping) or not container.get("name"):
+            continue
+        usage = container.get("usage") or {}
+        cpu, memory = _quantity(usage.get(CPU)), _quantity(usage.get(MEMORY))
+        out.append(
+            Sample(
+                str(container["name"]),
+                at,
+                None if cpu is None else cpu.milli_value(),
+                None if memory is None else memory.value(),
+            )
+        )
+    return out
+
+
+def oom_kills(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """``(container, finishedAt)`` of each container whose last termination was an OOM kill."""
+    out = []
+    for status in _get(pod, "status", "containerStatuses") or ():
+        terminated = _get(status, "lastState", "terminated")
+        if not isinstance(terminated, Mapping) or terminated.get("reason") != "OOMKilled":
+            continue
+        at = _time(terminated.get("finishedAt"))
+        if at is not None:
+            out.append((str(status.get("name")), at))
+    return out
+
+
+def paused_containers(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """``(container, since)`` for each container the ``MemoryPaused=True`` condition names
+    (:mod:`inplace.api.memorypause` defines its format)."""
+    since = paused_since(pod)
+    if since is None:
+        return []
+    return [(name, since.timestamp()) for name in paused_names(pod)]
+
+
+def container_memory(pod: Mapping[str, Any], name: str) -> tuple[int, int | None]:
+    """``(request, limit)`` of a container's memory in bytes, as it runs now (0: no
+    request; None: no limit)."""
+    for container in _get(pod, "spec", "containers") or ():
+        if isinstance(container, Mapping) and container.get("name") == name:
+            requests, limits = actual_requests_and_limits(pod, container)
+            request, limit = requests.get(MEMORY), limits.get(MEMORY)
+            return (
+                request.value() if request is not None else 0,
+                limit.value() if limit is not None else None,
+            )
+    return 0, None
+
+
+def cpu_request_millicores(pod: Mapping[str, Any], name: str) -> int:
+    for container in _get(pod, "spec", "containers") or ():
+        if isinstance(container, Mapping) and container.get("name") == name:
+            requests, _ = actual_requests_and_limits(pod, container)
+            cpu = requests.get(CPU)
+            return cpu.milli_value() if cpu is not None else 0
+    return 0
