@@ -208,11 +208,11 @@ class Storm:
         name = f"pdb-{app}"
         min_available = self.rng.randint(0, 2)
         if name not in self.budgets:
-            self.budgets[name] = app
             call = self.client.create(
                 PODDISRUPTIONBUDGETS, workloads.budget(name, app, min_available)
             )
-            await self.send("create budget", name, min_available, call)
+            if await self.send("create budget", name, min_available, call):
+                self.budgets[name] = app
         elif self.rng.random() < 0.3:
             del self.budgets[name]
             call = self.client.delete(PODDISRUPTIONBUDGETS, name, namespace=NAMESPACE)
