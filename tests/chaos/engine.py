@@ -40,7 +40,7 @@ from inplace.client.api import (
     Resource,
 )
 from inplace.client.errors import APIConnectionError, APIError, APIGoneError, APINotFoundError
-from tests.chaos import finals
+from tests.chaos import faults, finals
 from tests.chaos.checker import Checker, Violation, rv_of
 from tests.chaos.storm import Storm
 from tests.chaos.workloads import NAMESPACE
@@ -57,7 +57,10 @@ class Settings:
     kill_every: tuple[float, float] = (3.0, 6.0)
     whole_up_weight: float = 0.3
     settle_seconds: float = 120.0
-    extra_faults: tuple[str, ...] = ()
+    faults: tuple[str, ...] = ()
+    """Beyond SIGKILL: ``stop`` (SIGSTOP a node agent past the node grace period),
+    ``disk`` (the data dir's file system full), ``clock`` (the cluster's wall clock steps
+    forward, through libfaketime)."""
 
 
 @dataclasses.dataclass
@@ -124,11 +127,12 @@ class ChaosCluster:
     """The `inplace up` under test: its components found from its children, killed, and the
     whole of it killed and started again on the same data dir and port."""
 
-    def __init__(self, data_dir: Path, extra: list[str]) -> None:
+    def __init__(self, data_dir: Path, extra: list[str], env: dict[str, str]) -> None:
         self.data_dir = data_dir
         self.extra = extra
+        self.env = env
         self.lock = threading.Lock()
-        self.cluster: Cluster = start_cluster(data_dir, free_port(), *extra)
+        self.cluster: Cluster = start_cluster(data_dir, free_port(), *extra, env=env)
         self.component_pids: set[int] = set()
 
     def components(self) -> dict[str, int]:
@@ -173,12 +177,14 @@ class ChaosCluster:
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, signal.SIGKILL)
                 time.sleep(0.1)
-            self.cluster = start_cluster(self.data_dir, old.port, *self.extra)
+            self.cluster = start_cluster(self.data_dir, old.port, *self.extra, env=self.env)
 
     def ensure_running(self) -> None:
         with self.lock:
             if self.cluster.process.poll() is not None:
-                self.cluster = start_cluster(self.data_dir, self.cluster.port, *self.extra)
+                self.cluster = start_cluster(
+                    self.data_dir, self.cluster.port, *self.extra, env=self.env
+                )
 
     def stop(self) -> None:
         self.cluster.stop(signal.SIGTERM, clean=False)
@@ -226,9 +232,15 @@ class Chaos(threading.Thread):
             weights.append(1.0)
         names.append("inplace-up")
         weights.append(self.settings.whole_up_weight)
+        for fault in self.settings.faults:
+            names.append(f"fault:{fault}")
+            weights.append(0.6)
         while not self.halt.wait(self.rng.uniform(low, high)):
             victim = self.rng.choices(names, weights)[0]
-            if victim == "inplace-up":
+            if victim.startswith("fault:"):
+                if not self.fault(victim.removeprefix("fault:")):
+                    continue
+            elif victim == "inplace-up":
                 self.say("chaos: SIGKILL inplace up (and start it again)")
                 self.target.kill_whole()
             elif not self.target.kill(victim):
@@ -236,6 +248,26 @@ class Chaos(threading.Thread):
             else:
                 self.say(f"chaos: SIGKILL {victim}")
             self.report.kills[victim] = self.report.kills.get(victim, 0) + 1
+
+    def fault(self, fault: str) -> bool:
+        data = self.target.data_dir
+        if fault == "stop":
+            agents = sorted(n for n in self.target.components() if n.startswith("node-"))
+            if not agents:
+                return False
+            name = self.rng.choice(agents)
+            seconds = faults.NODE_GRACE_SECONDS + 7
+            self.say(f"chaos: SIGSTOP {name} for {seconds}s (node grace period 8s)")
+            faults.pause(self.target.components()[name], seconds, self.halt)
+            self.say(f"chaos: SIGCONT {name}")
+        elif fault == "disk":
+            self.say("chaos: data dir's file system full")
+            written = faults.fill_disk(data, 4.0, self.halt)
+            self.say(f"chaos: data dir's file system freed ({written >> 20} MiB)")
+        elif fault == "clock":
+            total = faults.step_clock(data.parent / "faketime.rc", 120)
+            self.say(f"chaos: cluster wall clock stepped +120s (now {total:+d}s)")
+        return True
 
 
 class Engine:
@@ -263,14 +295,25 @@ class Engine:
         ]
         if self.settings.simulated_nodes:
             extra += ["--simulated-nodes", str(self.settings.simulated_nodes)]
-        target = ChaosCluster(self.workdir / "data", extra)
+        env: dict[str, str] = {}
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if "stop" in self.settings.faults:
+            extra += ["--node-monitor-grace-period", f"{faults.NODE_GRACE_SECONDS}s"]
+        if "clock" in self.settings.faults:
+            env = faults.clock_environment(self.workdir / "faketime.rc")
+        data_dir = self.workdir / "data"
+        if "disk" in self.settings.faults:
+            faults.mount_small_disk(data_dir)
         try:
-            await self._run(target)
+            target = ChaosCluster(data_dir, extra, env)
+            try:
+                await self._run(target)
+            finally:
+                with contextlib.suppress(Exception):
+                    target.stop()
         finally:
-            with contextlib.suppress(Exception):
-                target.stop()
-            reap_cgroups(target.data_dir)
-            reap_mounts(target.data_dir)
+            reap_cgroups(data_dir)
+            reap_mounts(data_dir)
         self.report.seconds = time.monotonic() - self.started
         self.report.checks = self.checker.checks
         self.report.events = self.checker.events
