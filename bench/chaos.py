@@ -93,6 +93,11 @@ def summarize(reports: list[Report], baseline: Report | None) -> int:
             f"acknowledged writes/s: {acknowledged / seconds:.2f} under chaos, "
             f"{baseline.acknowledged / baseline.seconds:.2f} calm (baseline, same run)"
         )
+    errors: Counter[str] = Counter()
+    for report in reports:
+        errors.update(report.errors)
+    answers = ", ".join(f"{k} x{v}" for k, v in errors.most_common(8))
+    print(f"refused writes:   {answers or 'none'}")
     print(f"violations:       {violations}")
     return 1 if violations else 0
 

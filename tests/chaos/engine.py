@@ -76,6 +76,7 @@ class Report:
     log: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     dump: Path | None = None
+    errors: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def summary(self) -> str:
         kills = ", ".join(f"{k} {v}" for k, v in sorted(self.kills.items())) or "none"
@@ -350,6 +351,7 @@ class Engine:
                 raise chaos.error
             self.report.operations = storm.operations
             self.report.acknowledged = storm.acknowledged
+            self.report.errors = dict(storm.errors)
             calm = time.time()
             await asyncio.to_thread(target.ensure_running)
             await self._wait_components(target)
@@ -404,7 +406,7 @@ class Engine:
             try:
                 return await call()
             except APIError as exc:
-                if getattr(exc, "code", None) == 409:
+                if getattr(exc, "status", None) == 409:
                     return None
                 if time.monotonic() > deadline:
                     raise

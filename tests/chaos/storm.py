@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import random
 import time
+from collections import Counter
 from typing import Any
 
 from inplace.client import Client
@@ -54,6 +55,9 @@ class Storm:
     budgets: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> app
     operations: int = 0
     acknowledged: int = 0
+    errors: Counter[str] = dataclasses.field(default_factory=Counter)
+    """How the unacknowledged writes were answered (status code and reason, or the
+    connection error): what a fault looked like from the client's side."""
     serial: int = 0
     started: float = dataclasses.field(default_factory=time.monotonic)
 
@@ -71,6 +75,9 @@ class Storm:
             answer: dict[str, Any] = await call
         except (APIError, APIConnectionError, OSError, TimeoutError) as exc:
             self.writes.append(Write(kind, kind.split(" ")[1], name, value, False))
+            code = getattr(exc, "status", None)
+            reason = getattr(exc, "reason", None) or ""
+            self.errors[f"{code} {reason}" if code else type(exc).__name__] += 1
             self.say(f"{kind} {name} {value!r}: {type(exc).__name__} {str(exc)[:120]}")
             return None
         self.acknowledged += 1
