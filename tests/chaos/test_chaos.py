@@ -23,7 +23,7 @@ def test_storm_under_chaos_keeps_the_invariants(seed: int, tmp_path: Path) -> No
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests and is not on PATH")
     report = run(
-        Settings(seed=seed, seconds=12.0, kill_every=(4.0, 7.0), settle_seconds=60.0), tmp_path
+        Settings(seed=seed, seconds=10.0, kill_every=(4.0, 7.0), settle_seconds=60.0), tmp_path
     )
     print(report.summary())
     assert report.operations > 0 and report.checks > 0 and sum(report.kills.values()) > 0
