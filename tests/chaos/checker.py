@@ -131,6 +131,9 @@ class Checker:
         self.last_rv: dict[str, int] = {}
         self.gone: dict[str, dict[str, Any]] = {}  # uid -> last version of deleted pods
         self.bound: dict[str, dict[str, tuple[int, int]]] = {}  # uid -> requests when bound
+        self.disk_was_full = False
+        """Set by the disk fault: an exit the node's shim could not record on the full disk
+        is then reported as ``ContainerStatusUnknown``, a clear error rather than a loss."""
 
     def fail(
         self, invariant: str, message: str, *objects: dict[str, Any], rv: int | None = None
@@ -322,6 +325,8 @@ class Checker:
         if reason == "OOMKilled" and annotations.get(OOM_KILL_DISABLE) != "true":
             return
         if reason == "Completed" or pod["metadata"].get("deletionTimestamp"):
+            return
+        if reason == "ContainerStatusUnknown" and self.disk_was_full:
             return
         spec = next(c for c in pod["spec"]["containers"] if c["name"] == cs["name"])
         policies = {p.get("restartPolicy") for p in spec.get("resizePolicy") or ()}

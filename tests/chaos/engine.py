@@ -202,7 +202,12 @@ class Chaos(threading.Thread):
     """The chaos thread: at random moments, SIGKILL one component, or the whole `inplace up`."""
 
     def __init__(
-        self, settings: Settings, target: ChaosCluster, report: Report, say: Callable[[str], None]
+        self,
+        settings: Settings,
+        target: ChaosCluster,
+        report: Report,
+        say: Callable[[str], None],
+        checker: Checker,
     ) -> None:
         super().__init__(name="chaos", daemon=True)
         self.rng = random.Random(settings.seed * 7919 + 1)
@@ -210,6 +215,7 @@ class Chaos(threading.Thread):
         self.target = target
         self.report = report
         self.say = say
+        self.checker = checker
         self.halt = threading.Event()
         self.error: BaseException | None = None
 
@@ -262,6 +268,7 @@ class Chaos(threading.Thread):
             faults.pause(self.target.components()[name], seconds, self.halt)
             self.say(f"chaos: SIGCONT {name}")
         elif fault == "disk":
+            self.checker.disk_was_full = True
             self.say("chaos: data dir's file system full")
             written = faults.fill_disk(data, 4.0, self.halt)
             self.say(f"chaos: data dir's file system freed ({written >> 20} MiB)")
@@ -340,7 +347,7 @@ class Engine:
             ]
             storm = self.storm = Storm(random.Random(self.settings.seed), client)
             storm.started = self.started
-            chaos = Chaos(self.settings, target, self.report, self.say)
+            chaos = Chaos(self.settings, target, self.report, self.say, self.checker)
             chaos.start()
             try:
                 await storm.run(self.settings.seconds, asyncio.Event())

@@ -236,14 +236,20 @@ def _check_processes_and_cgroups(engine: Engine, pods: list[dict[str, Any]]) -> 
                 )
 
 
-def _latest(engine: Engine, kind: str, name: str) -> list[Any]:
-    """The values the object may hold now: the last acknowledged write's, and those of any
-    write sent after it whose answer was lost (it may have landed)."""
+def _latest(engine: Engine, kind: str, name: str, field: str | None = None) -> list[Any]:
+    """The values the object (or one ``field`` of it) may hold now: the last acknowledged
+    write's, and those of any write sent after it whose answer was lost (it may have
+    landed). Writes that did not set ``field`` are passed over."""
     assert engine.storm is not None
     writes = [w for w in engine.storm.writes if w.target == kind and w.name == name]
     allowed: list[Any] = []
     for write in reversed(writes):
-        allowed.append(write.value)
+        if field is not None:
+            if not isinstance(write.value, dict) or field not in write.value:
+                continue
+            allowed.append(write.value[field])
+        else:
+            allowed.append(write.value)
         if write.acked:
             break
     return allowed
@@ -295,18 +301,21 @@ def _check_acknowledged(
     deployed = {d["metadata"]["name"]: d for d in deployments}
     for name in storm.deployments:
         found = deployed.get(name)
-        allowed = _latest(engine, "deployment", name)
         if found is None:
             checker.fail("4 writes", f"deployment {name} acknowledged and lost")
             continue
-        resources = found["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+        requests = found["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
         state = {
             "replicas": found["spec"]["replicas"],
-            "cpu": qty_milli(resources["cpu"]),
-            "memory": qty(resources["memory"]) // 2**20,
+            "cpu": qty_milli(requests["cpu"]),
+            "memory": qty(requests["memory"]) // 2**20,
         }
-        if state not in allowed:
-            checker.fail("4 writes", f"deployment {name}: {state}, acknowledged {allowed}", found)
+        for field, value in state.items():
+            allowed = _latest(engine, "deployment", name, field)
+            if value not in allowed:
+                checker.fail(
+                    "4 writes", f"deployment {name}: {field} {value}, acknowledged {allowed}", found
+                )
     present = {b["metadata"]["name"]: b for b in budgets}
     for name in storm.budgets:
         allowed = _latest(engine, "budget", name)

@@ -166,17 +166,15 @@ class Storm:
         name = self.rng.choice(sorted(self.deployments))
         replicas = self.rng.randint(0, 3)
         body = {"spec": {"replicas": replicas}}
-        state = {**self.deployments[name], "replicas": replicas}
         call = self.client.patch(DEPLOYMENTS, name, body, namespace=NAMESPACE)
-        self.deployments[name] = state  # an unacknowledged write may still have landed
-        await self.send("scale deployment", name, dict(state), call)
+        self.deployments[name]["replicas"] = replicas  # unacknowledged, it may still land
+        await self.send("scale deployment", name, {"replicas": replicas}, call)
 
     async def resize_deployment(self) -> None:
         name = self.rng.choice(sorted(self.deployments))
         old = self.deployments[name]
         cpu = self.rng.choice((25, 50, 75, 100, 150, 300))
         memory = self.rng.choice((32, 48, 64, 96))
-        state = {**old, "cpu": cpu, "memory": memory}
         resources = workloads.resources(cpu, memory, guaranteed=False)
         body = {
             "spec": {
@@ -186,8 +184,8 @@ class Storm:
         call = self.client.patch(
             DEPLOYMENTS, name, body, patch_type="strategic", namespace=NAMESPACE
         )
-        self.deployments[name] = state
-        await self.send("resize deployment", name, dict(state), call)
+        old.update(cpu=cpu, memory=memory)
+        await self.send("resize deployment", name, {"cpu": cpu, "memory": memory}, call)
 
     async def delete_deployment(self) -> None:
         name = self.rng.choice(sorted(self.deployments))
