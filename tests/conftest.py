@@ -168,8 +168,11 @@ def reap_cgroups(data_dir: Path) -> None:
             top.parent.rmdir()  # the shared `inplace` level, unless another cluster uses it
 
 
-def start_cluster(data_dir: Path, port: int | None = None, *extra: str) -> Cluster:
-    """Start `inplace up` as a user would and wait until kubectl sees /readyz ok."""
+def start_cluster(
+    data_dir: Path, port: int | None = None, *extra: str, env: dict[str, str] | None = None
+) -> Cluster:
+    """Start `inplace up` as a user would and wait until kubectl sees /readyz ok. ``env``
+    adds to the environment `inplace up` (and so every component) runs with."""
     port = port or free_port()
     output = data_dir.parent / f"{data_dir.name}-up-{port}.log"
     with open(output, "ab") as log:
@@ -188,6 +191,7 @@ def start_cluster(data_dir: Path, port: int | None = None, *extra: str) -> Clust
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     cluster = Cluster(data_dir, port, process, output)
     deadline = time.monotonic() + 60

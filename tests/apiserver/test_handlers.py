@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
@@ -256,3 +257,27 @@ async def test_a_mistyped_dry_run_is_422_and_writes_nothing(
         assert answer["details"]["causes"][0]["field"] == "dryRun"
         _, after = await api.call("GET", f"{PODS}/p")
         assert after == stored
+
+
+async def test_a_node_deleting_a_pod_already_gone_gets_404(apiserver: InProcessServer) -> None:
+    """Found by the chaos storm: a node agent confirming a deletion that another writer had
+    finished got 403 ("can only update pods bound to it") and retried it forever; upstream's
+    NodeRestriction answers the pod's NotFound."""
+    token = apiserver.tokens.token_for("system:node:n1", ("system:nodes",))
+    async with aiohttp.ClientSession() as session:
+        async with session.delete(
+            apiserver.url + PODS + "/gone", headers={"Authorization": f"Bearer {token}"}
+        ) as response:
+            body = await response.json()
+        assert response.status == 404, body
+        assert body["reason"] == "NotFound"
+        async with session.post(
+            apiserver.url + PODS,
+            json=pod("elsewhere", node="n2"),
+            headers=apiserver.headers(),
+        ) as response:
+            assert response.status == 201, await response.text()
+        async with session.delete(
+            apiserver.url + PODS + "/elsewhere", headers={"Authorization": f"Bearer {token}"}
+        ) as response:
+            assert response.status == 403

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from inplace.api.kinds import REGISTRY
@@ -104,3 +106,41 @@ async def test_watch_from_a_revision_older_than_the_cache_is_410(tmp_path: Path)
         await second.stop()
     event = json.loads(line)
     assert event["type"] == "ERROR" and event["object"]["code"] == 410
+
+
+async def test_a_bookmark_never_gets_ahead_of_a_queued_event(
+    apiserver: InProcessServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos checker (a watch saw resourceVersion 427 after a bookmark at 429):
+    when the bookmark timer fired just as an event was queued, the bookmark carried the
+    cache's revision ahead of the event still to be sent, so a client resuming from it
+    would have missed the event. Here the timer fires exactly then, every time."""
+    from inplace.apiserver import watch as watch_module
+
+    real_wait_for = asyncio.wait_for
+    fired: list[bool] = []
+
+    async def timer_fires_as_an_event_arrives(aw: Any, timeout: float | None) -> Any:
+        if not fired:
+            fired.append(True)
+            await asyncio.sleep(0.5)  # the pod below is created meanwhile: it is queued
+            aw.close()
+            raise TimeoutError
+        return await real_wait_for(aw, timeout)
+
+    monkeypatch.setattr(watch_module.asyncio, "wait_for", timer_fires_as_an_event_arrives)
+    async with aiohttp.ClientSession(headers=apiserver.headers()) as session:
+        async with session.get(apiserver.url + PODS) as response:
+            start = (await response.json())["metadata"]["resourceVersion"]
+        url = f"{apiserver.url}{PODS}?watch=true&allowWatchBookmarks=true&resourceVersion={start}"
+        async with session.get(url) as stream:
+            await asyncio.sleep(0.1)
+            async with session.post(apiserver.url + PODS, json=pod("queued")) as created:
+                assert created.status == 201
+            seen: list[tuple[str, int]] = []
+            while not any(kind == "ADDED" for kind, _ in seen):
+                line = await asyncio.wait_for(stream.content.readline(), 10)
+                event = json.loads(line)
+                seen.append((event["type"], int(event["object"]["metadata"]["resourceVersion"])))
+    added = next(rv for kind, rv in seen if kind == "ADDED")
+    assert all(rv < added for kind, rv in seen if kind == "BOOKMARK"), seen

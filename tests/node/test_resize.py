@@ -101,3 +101,24 @@ async def test_a_shrink_needs_no_approval(tmp_path: Path) -> None:
         await agent.reconcile(key)
         assert w.allocated["main"]["requests"] == {"cpu": "250m", "memory": "64Mi"}
         assert agent.ledger.used() == (250, 64 << 20)
+
+
+async def test_a_container_waiting_to_restart_reports_what_it_will_start_with(
+    tmp_path: Path,
+) -> None:
+    """Found by the chaos storm: a container in CrashLoopBackOff when its resize was applied
+    kept reporting its old ``resources`` until it ran again, so the resize looked stuck.
+    Upstream: for a container not running, ``resources`` is what it will start with, the
+    allocated resources."""
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("crashy", cpu="250m", memory="64Mi"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        w.containers["main"].state = "waiting"
+        w.containers["main"].reason = "CrashLoopBackOff"
+        cluster.put(_approve(_resized(cluster, key, cpu="500m", memory="128Mi", generation=2), 2))
+        assert await agent.reconcile(key) is None
+
+        status = cluster.pods[key]["status"]["containerStatuses"][0]
+        assert status["allocatedResources"] == {"cpu": "500m", "memory": "128Mi"}
+        assert status["resources"]["requests"] == {"cpu": "500m", "memory": "128Mi"}

@@ -83,6 +83,7 @@ class Watches:
             watcher, backlog = self.cache.watch(
                 kind, info.namespace, matches, from_revision=from_revision
             )
+            snapshot = self.cache.revision  # what the backlog covers; later events queue
         except TooOldError:
             await response.prepare(request)
             expired = gone(f"too old resource version: {rv} ({self.cache.revision})").status()
@@ -102,7 +103,7 @@ class Watches:
                 await response.write(encode_event(past, as_table, first, request))
                 first = False
             if initial and bookmarks:
-                await response.write(bookmark(kind, self.cache.revision, initial_end=True))
+                await response.write(bookmark(kind, snapshot, initial_end=True))
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -112,7 +113,9 @@ class Watches:
                         watcher.queue.get(), min(remaining, BOOKMARK_EVERY)
                     )
                 except TimeoutError:
-                    if bookmarks and time.monotonic() < deadline:
+                    # A bookmark says "everything up to here was sent": only true while this
+                    # watcher's queue is empty (events may have arrived since the timeout).
+                    if bookmarks and time.monotonic() < deadline and watcher.queue.empty():
                         await response.write(bookmark(kind, self.cache.revision))
                     continue
                 if event is None:

@@ -89,9 +89,14 @@ class CheckpointStore:
         data = json.dumps(checkpoint.to_json(), sort_keys=True).encode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, data)
-        finally:
+            view = memoryview(data)
+            while view:  # a short write (a full disk) must not pass for a whole one
+                view = view[os.write(fd, view) :]
+        except OSError:
             os.close(fd)
+            tmp.unlink(missing_ok=True)  # the previous checkpoint stays, whole
+            raise
+        os.close(fd)
         os.replace(tmp, path)
 
     def load_all(self) -> list[PodCheckpoint]:
@@ -104,7 +109,5 @@ class CheckpointStore:
         return out
 
     def remove(self, uid: str) -> None:
-        try:
-            self._path(uid).unlink()
-        except FileNotFoundError:
-            pass
+        self._path(uid).unlink(missing_ok=True)
+        self._path(uid).with_suffix(".tmp").unlink(missing_ok=True)

@@ -25,6 +25,7 @@ from inplace.client import (
     LEASES,
     NODES,
     APIAlreadyExistsError,
+    APIConnectionError,
     APIError,
     APINotFoundError,
     Client,
@@ -176,33 +177,34 @@ class NodeRegistration:
         return {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
     async def register(self) -> None:
-        """Create the Node, or bring an existing one up to date (labels, status)."""
+        """Create the Node, or bring an existing one up to date (labels, status); retried
+        until it is done, whatever the API server answers or whether it answers at all."""
         body = self.node_object()
         while True:
             try:
-                await self.client.create(NODES, body)
+                await self._register(body)
                 return
-            except APIAlreadyExistsError:
-                await self.client.patch(
-                    NODES,
-                    self.config.node_name,
-                    {
-                        "metadata": {
-                            "labels": body["metadata"]["labels"],
-                            "annotations": body["metadata"]["annotations"],
-                        }
-                    },
-                )
-                await self.client.patch(
-                    NODES,
-                    self.config.node_name,
-                    {"status": body["status"]},
-                    subresource="status",
-                )
-                return
-            except APIError as exc:
+            except (APIError, APIConnectionError) as exc:
                 log.warning("registering node %s: %s; retrying", self.config.node_name, exc)
                 await asyncio.sleep(1.0)
+
+    async def _register(self, body: dict[str, Any]) -> None:
+        try:
+            await self.client.create(NODES, body)
+        except APIAlreadyExistsError:
+            await self.client.patch(
+                NODES,
+                self.config.node_name,
+                {
+                    "metadata": {
+                        "labels": body["metadata"]["labels"],
+                        "annotations": body["metadata"]["annotations"],
+                    }
+                },
+            )
+            await self.client.patch(
+                NODES, self.config.node_name, {"status": body["status"]}, subresource="status"
+            )
 
     async def renew_lease(self) -> None:
         name = self.config.node_name
@@ -236,10 +238,13 @@ class NodeRegistration:
                 await self.client.create(LEASES, body, namespace=LEASE_NAMESPACE)
 
     async def lease_loop(self) -> None:
+        """Renew the Lease forever. An API server that is down (a connection error, not an
+        API error) must not end the loop: a node whose heartbeat stops is marked Unknown and
+        its pods are evicted (found by the chaos storm: one API server restart did that)."""
         while True:
             try:
                 await self.renew_lease()
-            except APIError as exc:
+            except (APIError, APIConnectionError) as exc:
                 log.warning("renewing lease: %s", exc)
             await asyncio.sleep(self.config.lease_renew_every)
 
@@ -255,7 +260,7 @@ class NodeRegistration:
                 )
             except APINotFoundError:
                 await self.register()
-            except APIError as exc:
+            except (APIError, APIConnectionError) as exc:
                 log.warning("node status: %s", exc)
 
 

@@ -197,8 +197,9 @@ class Resizer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.started[n].wait(), 60)
         for n in names:
-            if w.containers[n].state == "running":
-                w.actual[n] = w.allocated.get(n, {})
+            # A running container now runs at its allocation; one not running (waiting in
+            # back-off, say) will start with it, and upstream reports that as its resources.
+            w.actual[n] = w.allocated.get(n, {})
         raised = any(
             _below(before[n], sizing_of(w.allocated.get(n, {})).limits_memory) for n in names
         )

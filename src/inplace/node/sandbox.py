@@ -22,6 +22,7 @@ namespace, and a pod with volumes or another user is refused with the reason (al
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -58,7 +59,15 @@ async def run_shim_tool(*args: str) -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await proc.communicate()
+    try:
+        out, err = await proc.communicate()
+    except asyncio.CancelledError:
+        # The tool mounts and unmounts: let it finish before the cancellation goes on, so
+        # whoever cancelled (a pod stopping while its sandbox is made) tears down what the
+        # tool made instead of racing it (found by the chaos storm: a pin left mounted).
+        with contextlib.suppress(ProcessLookupError):
+            await proc.wait()
+        raise
     if proc.returncode != 0:
         raise SandboxError(err.decode(errors="replace").strip() or f"shim {args[0]} failed")
     return out.decode()
