@@ -142,7 +142,7 @@ def web_pod(cluster: Cluster) -> dict[str, Any] | None:
     """The Deployment's one pod, once its ReplicaSet made it and it runs."""
     listed = json.loads(cluster.kubectl("get", "pods", "-l", "app=web", "-o", "json").stdout)
     [pod] = listed["items"] or [None]
-    return pod if pod is not None and running(cluster, pod["metadata"]["name"]) else None
+    return None if pod is None else running(cluster, pod["metadata"]["name"])
 
 
 def start_pods(cluster: Cluster, marker: Path) -> list[int]:

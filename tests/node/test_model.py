@@ -14,6 +14,7 @@ from inplace.node.model import (
     ContainerState,
     admission_check,
     alloc_of,
+    bigger_of,
     container_cgroup,
     crash_backoff,
     desired_allocs,
@@ -392,3 +393,32 @@ def test_requests_grow_decides_whether_approval_is_needed(
     allocated: dict[str, dict[str, str]], desired: dict[str, dict[str, str]], grows: bool
 ) -> None:
     assert requests_grow({"main": allocated}, {"main": desired}) is grows
+
+
+@pytest.mark.parametrize(
+    ("current", "needed", "expected"),
+    [
+        # A resize allocated in back-off: the pod cgroup is raised to hold it.
+        (
+            CgroupResources(cpu_shares=1024, cpu_quota_us=100_000, memory_limit_bytes=24 << 20),
+            CgroupResources(cpu_shares=563, cpu_quota_us=110_000, memory_limit_bytes=56 << 20),
+            CgroupResources(cpu_shares=1024, cpu_quota_us=110_000, memory_limit_bytes=56 << 20),
+        ),
+        # Never lowered: that is the resize path's, in its safe order.
+        (
+            CgroupResources(cpu_shares=2048, cpu_quota_us=200_000, memory_limit_bytes=1 << 30),
+            CgroupResources(cpu_shares=512, cpu_quota_us=50_000, memory_limit_bytes=1 << 20),
+            CgroupResources(cpu_shares=2048, cpu_quota_us=200_000, memory_limit_bytes=1 << 30),
+        ),
+        # Unlimited on either side stays unlimited.
+        (
+            CgroupResources(cpu_shares=2, cpu_quota_us=None, memory_limit_bytes=None),
+            CgroupResources(cpu_shares=2, cpu_quota_us=50_000, memory_limit_bytes=1 << 20),
+            CgroupResources(cpu_shares=2, cpu_quota_us=None, memory_limit_bytes=None),
+        ),
+    ],
+)
+def test_bigger_of_only_raises(
+    current: CgroupResources, needed: CgroupResources, expected: CgroupResources
+) -> None:
+    assert bigger_of(current, needed) == expected

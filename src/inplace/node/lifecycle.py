@@ -30,7 +30,7 @@ from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
 from .env import container_env
 from .ledger import Ledger
-from .model import container_cgroup, crash_backoff, pod_cgroup, rfc3339
+from .model import bigger_of, container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
 from .runtime import ProcessSpec, ProcessStartError, RunningProcess
 from .sandbox import SandboxError
@@ -189,6 +189,15 @@ class Lifecycle:
     def _ensure_cgroup(self, path: str, resources: CgroupResources) -> None:
         self.ctx.driver.create(path, resources)
 
+    def _pod_cgroup_holds_allocation(self, w: PodWorker) -> None:
+        """Raise the pod cgroup to hold every allocation before a container (re)starts: a
+        resize allocated while the container waited in back-off has not reached the pod
+        cgroup, and a container cgroup above its pod's is ``EINVAL`` (found by the chaos
+        storm). Lowering stays the resize path's, in its safe order."""
+        driver, path = self.ctx.driver, self.ctx.paths.pod(w.uid)
+        needed = driver.normalize(pod_cgroup(w.pod, w.allocated))
+        driver.update(path, bigger_of(driver.read(path), needed))
+
     # -- containers --------------------------------------------------------------------------
 
     async def _run_init(self, w: PodWorker, name: str, policy: str) -> bool:
@@ -311,6 +320,7 @@ class Lifecycle:
                 )
             async with w.cg_lock:
                 alloc = w.allocated.get(name, {})
+                await asyncio.to_thread(self._pod_cgroup_holds_allocation, w)
                 await asyncio.to_thread(self._ensure_cgroup, path, container_cgroup(alloc))
                 w.actual[name] = alloc
                 if wants_memory_pause(w):

@@ -258,7 +258,11 @@ def _lim_min(a: int | None, b: int | None) -> int | None:
     return min(a, b)
 
 
-def _bigger(a: CgroupResources, b: CgroupResources) -> CgroupResources:
+def bigger_of(a: CgroupResources, b: CgroupResources) -> CgroupResources:
+    """Each limit the larger of the two (``b``'s period): the resize path's first step up,
+    and what a pod cgroup needs before a container starts at an allocation the pod cgroup
+    has not caught up with (v1's quota and memory limit are hierarchical: a child above its
+    parent is ``EINVAL``)."""
     return CgroupResources(
         cpu_shares=max(a.cpu_shares or 0, b.cpu_shares or 0) or None,
         cpu_quota_us=_lim_max(
@@ -305,7 +309,7 @@ def plan_resize(
             writes.append(CgroupWrite(path, value, phase))
             current[path] = value
 
-    step(pod_path, _bigger(pod_old, pod_new), "grow-pod")
+    step(pod_path, bigger_of(pod_old, pod_new), "grow-pod")
     for path, old, new in containers:
         step(path, _smaller(old, new), "shrink-containers")
     step(pod_path, pod_new, "shrink-pod")

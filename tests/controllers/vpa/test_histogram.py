@@ -317,10 +317,14 @@ def test_checkpoint_round_trip_keeps_percentiles_close(items: list[tuple[float, 
     restored.load_checkpoint(h.save_checkpoint())
     assert math.isclose(restored.total_weight, h.total_weight)
     # Buckets lighter than 1/20000 of the heaviest are dropped; elsewhere weights are
-    # rounded to 1/10000: the median can move by at most a bucket or two.
+    # rounded to 1/10000 of it, so the cumulative weight below any bucket moves by well under
+    # 1%: the restored p-th percentile lies between the original's (p - 1%)-th and
+    # (p + 1%)-th, within a bucket or two. (When the cumulative weight sits exactly at p, a
+    # rounding can move the percentile to the next non-empty bucket, however far it is.)
     for p in (0.5, 0.9):
-        before, after = h.percentile(p), restored.percentile(p)
-        assert after == pytest.approx(before, rel=0.11, abs=0.021)
+        low, high = h.percentile(p - 0.01), h.percentile(p + 0.01)
+        after = restored.percentile(p)
+        assert low - max(0.11 * low, 0.021) <= after <= high + max(0.11 * high, 0.021)
 
 
 def test_max_checkpoint_weight_is_upstreams() -> None:
