@@ -14,11 +14,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from inplace.api.resources import qos_class
+from inplace.api.storage import (
+    BETA_STORAGE_CLASS_ANNOTATION,
+    PV_PROTECTION_FINALIZER,
+    PVC_PROTECTION_FINALIZER,
+    default_class,
+)
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
 from inplace.api.timestamps import rfc3339
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
+    "admit_persistent_volume",
+    "admit_persistent_volume_claim",
     "admit_pod",
     "admit_pod_priority",
     "admit_pod_service_account",
@@ -29,6 +37,7 @@ __all__ = [
 ]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+_STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
 _SERVICE_ACCOUNT = ("", "ServiceAccount")
 _MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 #: The ServiceAccount every namespace has and every pod runs as unless it names another.
@@ -230,3 +239,38 @@ def prepare_pod_resize(new: dict[str, Any], old: Mapping[str, Any]) -> None:
             meta[key] = copy_json(old_meta[key])
         else:
             meta.pop(key, None)
+
+
+# -- storage -----------------------------------------------------------------------------------
+
+
+def _add_finalizer(obj: dict[str, Any], finalizer: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return
+    finalizers = meta.get("finalizers")
+    if finalizers is None:
+        meta["finalizers"] = [finalizer]
+    elif isinstance(finalizers, list) and finalizer not in finalizers:
+        finalizers.append(finalizer)
+
+
+def admit_persistent_volume_claim(claim: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``DefaultStorageClass`` admission plugin (a claim that names no class, not
+    even ``""``, gets the default class, if there is one) and ``StorageObjectInUseProtection``
+    (the ``kubernetes.io/pvc-protection`` finalizer, so a claim a pod uses outlives the pod)."""
+    spec = claim.get("spec")
+    meta = claim.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    has_beta = isinstance(annotations, Mapping) and BETA_STORAGE_CLASS_ANNOTATION in annotations
+    if isinstance(spec, dict) and spec.get("storageClassName") is None and not has_beta:
+        chosen = default_class(objects.list(*_STORAGE_CLASS))
+        if chosen is not None:
+            spec["storageClassName"] = chosen["metadata"]["name"]
+    _add_finalizer(claim, PVC_PROTECTION_FINALIZER)
+
+
+def admit_persistent_volume(volume: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``StorageObjectInUseProtection`` for volumes: ``kubernetes.io/pv-protection``,
+    so a volume bound to a claim is not removed under it."""
+    _add_finalizer(volume, PV_PROTECTION_FINALIZER)

@@ -62,5 +62,10 @@ class DataDir:
         """The node agents' own data dirs (checkpoints, sandboxes, volumes)."""
         return self.root / "nodes"
 
+    @property
+    def storage(self) -> Path:
+        """The local-path provisioner's volumes: ``pvc-<claim uid>`` directories."""
+        return self.root / "storage"
+
     def component_kubeconfig(self, name: str) -> Path:
         return self.components / f"{name}.kubeconfig"

@@ -398,6 +398,8 @@ def controller_manager_component(data: DataDir, *, node_monitor_grace_period: fl
             str(data.component_kubeconfig("controller-manager")),
             "--node-monitor-grace-period",
             f"{node_monitor_grace_period:g}s",
+            "--default-local-storage-path",
+            str(data.storage),
         ],
     )
 

@@ -76,6 +76,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="how long an InPlacePreferred pod's resize may wait (Deferred/Infeasible) before "
         "the pod is replaced at the new size (30s)",
     )
+    parser.add_argument(
+        "--default-local-storage-path",
+        default=None,
+        help="directory the local-path provisioner makes volumes in (k3s's flag); without it, "
+        "claims of the local-path class wait as for an external provisioner",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -87,6 +93,7 @@ async def run(args: argparse.Namespace) -> None:
         "node_monitor_grace_period": args.node_monitor_grace_period,
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
+        "local_path_root": args.default_local_storage_path,
     }
     async with Client(
         config, user_agent="inplace-controller-manager", connection_limit=128

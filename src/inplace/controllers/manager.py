@@ -85,6 +85,24 @@ def _taint_eviction(ctx: Context) -> Controller:
     return TaintEvictionController(ctx)
 
 
+def _persistent_volume(ctx: Context) -> Controller:
+    from .volume.controller import PersistentVolumeController
+
+    return PersistentVolumeController(ctx)
+
+
+def _pvc_protection(ctx: Context) -> Controller:
+    from .volume.protection import PVCProtectionController
+
+    return PVCProtectionController(ctx)
+
+
+def _pv_protection(ctx: Context) -> Controller:
+    from .volume.protection import PVProtectionController
+
+    return PVProtectionController(ctx)
+
+
 def _workload_resize(ctx: Context) -> Controller:
     from .workloadresize.controller import WorkloadResizeController
 
@@ -121,6 +139,24 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         ("taint-eviction",),
         _taint_eviction,
         "deletes pods from nodes with NoExecute taints they do not tolerate",
+    ),
+    ControllerSpec(
+        "persistentvolume-binder-controller",
+        ("persistentvolume-binder",),
+        _persistent_volume,
+        "binds claims and volumes; provisions local-path volumes (--default-local-storage-path)",
+    ),
+    ControllerSpec(
+        "persistentvolumeclaim-protection-controller",
+        ("pvc-protection",),
+        _pvc_protection,
+        "keeps a claim a pod uses until the pod is gone",
+    ),
+    ControllerSpec(
+        "persistentvolume-protection-controller",
+        ("pv-protection",),
+        _pv_protection,
+        "keeps a bound volume until it is released",
     ),
     ControllerSpec(
         "workload-resize",
