@@ -195,6 +195,8 @@ def decide_claim(
     node = str((_meta(claim).get("annotations") or {}).get(ANN_SELECTED_NODE) or "")
     delayed = class_name != "" and binding_mode(storage_class) == WAIT_FOR_FIRST_CONSUMER
     if not delayed or node:
+        if node_labels is None and node:
+            node_labels = {"kubernetes.io/hostname": node}  # how nodes register here
         match = find_best_match(claim, volumes, node, node_labels)
         if match is not None:
             return ClaimDecision("bind", volume=_name(match))
