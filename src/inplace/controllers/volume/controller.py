@@ -123,9 +123,16 @@ class PersistentVolumeController(QueueController):
         ref = (volume.get("spec") or {}).get("claimRef")
         if isinstance(ref, Mapping) and ref.get("namespace") and ref.get("name"):
             self.enqueue(f"{_CLAIM}{ref['namespace']}/{ref['name']}")
+        elif ref is None:
+            # An unclaimed volume may satisfy a waiting claim of its class (upstream finds
+            # these on its periodic resync; here the volume's event is enough).
+            self._enqueue_unbound((volume.get("spec") or {}).get("storageClassName") or "")
 
     def _class_changed(self, storage_class: Obj) -> None:
-        name = (storage_class.get("metadata") or {}).get("name")
+        self._enqueue_unbound((storage_class.get("metadata") or {}).get("name"))
+
+    def _enqueue_unbound(self, name: object) -> None:
+        """Every claim of class ``name`` not bound yet."""
         for claim in self.claims.list():
             if not (claim.get("spec") or {}).get("volumeName") and claim_class(claim) == name:
                 self.enqueue(_CLAIM + key_of(claim))
