@@ -47,6 +47,7 @@ from inplace.client import (
     PERSISTENTVOLUMES,
     STORAGECLASSES,
     APIAlreadyExistsError,
+    APINotFoundError,
     key_of,
     split_key,
 )
@@ -62,6 +63,7 @@ Obj = dict[str, Any]
 
 _CLAIM = "claim:"
 _VOLUME = "volume:"
+_DIRECTORY = "directory:"
 _HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -98,7 +100,7 @@ class PersistentVolumeController(QueueController):
             self._claim_changed, lambda old, new: self._claim_changed(new), self._claim_deleted
         )
         self.volumes.add_handler(
-            self._volume_changed, lambda old, new: self._volume_changed(new), self._volume_changed
+            self._volume_changed, lambda old, new: self._volume_changed(new), self._volume_deleted
         )
         self.classes.add_handler(
             self._class_changed, lambda old, new: self._class_changed(new), None
@@ -128,6 +130,20 @@ class PersistentVolumeController(QueueController):
             # these on its periodic resync; here the volume's event is enough).
             self._enqueue_unbound((volume.get("spec") or {}).get("storageClassName") or "")
 
+    def _volume_deleted(self, volume: Obj) -> None:
+        """A ``Delete`` volume this provisioner made is gone (deleted by hand, its protection
+        lifted once released): its directory goes with it."""
+        self._volume_changed(volume)
+        spec = volume.get("spec") or {}
+        annotations = (volume.get("metadata") or {}).get("annotations") or {}
+        path = (spec.get("hostPath") or {}).get("path")
+        if (
+            path
+            and spec.get("persistentVolumeReclaimPolicy") == "Delete"
+            and annotations.get(ANN_DYNAMICALLY_PROVISIONED) == self.provisioner
+        ):
+            self.enqueue(_DIRECTORY + str(path))
+
     def _class_changed(self, storage_class: Obj) -> None:
         self._enqueue_unbound((storage_class.get("metadata") or {}).get("name"))
 
@@ -144,6 +160,8 @@ class PersistentVolumeController(QueueController):
             await self._sync_claim(key[len(_CLAIM) :])
         elif key.startswith(_VOLUME):
             await self._sync_volume(key[len(_VOLUME) :])
+        elif key.startswith(_DIRECTORY):
+            await self._remove_directory(key[len(_DIRECTORY) :])
         return None
 
     def _node_labels(self, node: str) -> dict[str, str]:
@@ -351,6 +369,8 @@ class PersistentVolumeController(QueueController):
         if ref.get("namespace") and ref.get("name"):
             claim = self.claims.get(f"{ref['namespace']}/{ref['name']}")
         decision = decide_volume(volume, claim, provisioner=self.provisioner)
+        if decision.step == "released" and await self._claim_still_there(ref):
+            return  # the cache is behind: the claim exists (upstream checks live too)
         if decision.step in ("available", "bound", "released"):
             phase = decision.step.capitalize()
             status = {**(volume.get("status") or {}), "phase": phase}
@@ -372,12 +392,29 @@ class PersistentVolumeController(QueueController):
                 _with_kind(volume, "PersistentVolume"), "Warning", decision.reason, decision.message
             )
 
+    async def _claim_still_there(self, ref: Mapping[str, Any]) -> bool:
+        """A live read of the claim a volume names, before the volume is released."""
+        if not ref.get("namespace") or not ref.get("name"):
+            return False
+        try:
+            live = await self.client.get(
+                PERSISTENTVOLUMECLAIMS, str(ref["name"]), namespace=str(ref["namespace"])
+            )
+        except APINotFoundError:
+            return False
+        return bool((live.get("metadata") or {}).get("uid") == ref.get("uid"))
+
+    async def _remove_directory(self, path: str) -> None:
+        """Remove a volume's directory, only if this provisioner could have made it."""
+        if self.root is not None and _inside(Path(path), self.root):
+            await asyncio.to_thread(shutil.rmtree, path, True)
+
     async def _delete_volume(self, volume: Obj) -> None:
         """Reclaim ``Delete`` of a volume this provisioner made: its directory, then it."""
         path = ((volume.get("spec") or {}).get("hostPath") or {}).get("path")
         meta = volume.get("metadata") or {}
-        if self.root is not None and path and _inside(Path(str(path)), self.root):
-            await asyncio.to_thread(shutil.rmtree, str(path), True)
+        if path:
+            await self._remove_directory(str(path))
         await self.client.delete(
             PERSISTENTVOLUMES,
             str(meta.get("name")),
