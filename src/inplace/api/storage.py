@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_CLASS_ANNOTATION",
     "IMMEDIATE",
     "LOCAL_PATH_CLASS",
+    "LOCAL_PATH_DIRECTORY",
     "LOCAL_PATH_PROVISIONER",
     "PVC_PROTECTION_FINALIZER",
     "PV_PROTECTION_FINALIZER",
@@ -69,6 +70,10 @@ WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
 #: manifest written for k3s (``storageClassName: local-path``) works unchanged.
 LOCAL_PATH_CLASS: Final = "local-path"
 LOCAL_PATH_PROVISIONER: Final = "rancher.io/local-path"
+#: Where in the cluster's data dir the local-path volumes live (``inplace up`` passes
+#: ``<data>/storage`` to the controller manager); the one part of the data dir a volume may
+#: point into.
+LOCAL_PATH_DIRECTORY: Final = "storage"
 
 #: Access modes and their short forms, in the order upstream prints them.
 ACCESS_MODES: Final = (

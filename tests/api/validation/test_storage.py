@@ -8,6 +8,7 @@ import pytest
 
 from inplace.api.defaults import apply_defaults
 from inplace.api.validation import validate_create, validate_update
+from inplace.api.validation.pods import set_protected_host_paths
 from tests.api.validation.builders import create_messages, kind, messages, mutate
 
 PV = kind("", "PersistentVolume")
@@ -248,3 +249,26 @@ def test_storage_class_keeps_its_provisioner_parameters_and_policies() -> None:
         ),
     )
     validate_update(SC, annotated, old)
+
+
+def test_volume_path_may_reach_the_data_dir_only_for_local_path_volumes() -> None:
+    set_protected_host_paths(("/var/lib/inplace",))
+    try:
+        for path, refused in (
+            ("/var/lib/inplace/storage/pvc-1", False),
+            ("/var/lib/inplace/pki", True),
+            ("/var/lib/inplace", True),
+            ("/var/lib/inplace/storage", True),
+            ("/var/lib/other", False),
+        ):
+            obj = volume(hostPath={"path": path})
+            if refused:
+                assert create_messages(PV, obj) == [
+                    f'spec.hostPath.path: Invalid value: "{path}": must not be the cluster\'s '
+                    "data directory /var/lib/inplace or lie under it, except "
+                    "/var/lib/inplace/storage/"
+                ]
+            else:
+                validate_create(PV, obj)
+    finally:
+        set_protected_host_paths(())

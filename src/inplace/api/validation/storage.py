@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from inplace.api.names import qualified_name_errors
 from inplace.api.quantity import Quantity
+from inplace.api.storage import LOCAL_PATH_DIRECTORY
 from inplace.api.validation.equality import semantic
 from inplace.api.validation.errors import (
     IMMUTABLE_MSG,
@@ -47,6 +48,7 @@ from inplace.api.validation.meta import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from inplace.api.validation.pods import protected_dir_of
 from inplace.api.validation.resources import parse_quantity
 
 __all__ = [
@@ -205,6 +207,21 @@ def _local_path(errs: list[FieldError], source: Mapping[str, Any], path: str) ->
         errs.append(required(child_path(path, "path")))
     elif ".." in text.split("/"):
         errs.append(invalid(child_path(path, "path"), text, "must not contain '..'"))
+    else:
+        # A volume is mounted into pods: like a pod's hostPath, it may not reach the
+        # cluster's own data dir (keys, tokens, store), except the local-path volumes in it.
+        protected = protected_dir_of(text)
+        if protected is not None and not posixpath.normpath(text).startswith(
+            posixpath.join(protected, LOCAL_PATH_DIRECTORY) + "/"
+        ):
+            errs.append(
+                invalid(
+                    child_path(path, "path"),
+                    text,
+                    f"must not be the cluster's data directory {protected} or lie under it, "
+                    f"except {posixpath.join(protected, LOCAL_PATH_DIRECTORY)}/",
+                )
+            )
 
 
 # -- PersistentVolume ------------------------------------------------------------------------
