@@ -1,7 +1,8 @@
 """End to end with real kubectl: the API's objects as upstream's (issue 12).
 
 Quantities read back canonical; a manifest with a Namespace, ConfigMap, Secret,
-ServiceAccount, Service and a pod that reads its environment from them applies and runs;
+ServiceAccount, Service, a pod and a Deployment that read their environment from them applies
+and runs;
 ``kubectl get cm,secret,sa,svc,ep,endpointslice``, ``get all`` and ``cluster-info`` look as
 upstream's; a missing key waits as ``CreateContainerConfigError``; the resize subresource
 takes ``kubectl replace`` of an applied pod and refuses a reorder in upstream's words; bad
@@ -74,6 +75,24 @@ spec:
     resources:
       requests: {{cpu: "0.05", memory: 32Mi}}
       limits: {{cpu: "100m", memory: 64Mi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: shop-web, namespace: {NS}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: shop-web}}}}
+  template:
+    metadata: {{labels: {{app: shop-web}}}}
+    spec:
+      serviceAccountName: shop-sa
+      containers:
+      - name: web
+        image: busybox
+        command: ["sh", "-c", "echo ready $GREETING $PASSWORD; exec sleep 3600"]
+        envFrom: [{{configMapRef: {{name: shop-config}}}}, {{secretRef: {{name: shop-secret}}}}]
+        resources:
+          requests: {{cpu: 20m, memory: 16Mi}}
 """
 
 
@@ -116,9 +135,24 @@ def test_the_manifest_applies_and_its_pod_reads_its_configuration(shop: Cluster)
     # "configured", as against upstream; the value is the same, so nothing changes.
     again = shop.kubectl("apply", "-f", "-", input=MANIFEST).stdout
     assert "namespace/conformance unchanged" in again and "pod/shop configured" in again
+    assert "deployment.apps/shop-web unchanged" in again
     pod = get_json(shop, "pod", "shop")
     assert pod["metadata"]["generation"] == 1
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "50m"
+
+
+def web_pod_logs(cluster: Cluster) -> str:
+    """The Deployment's pod's log, once its ReplicaSet made the pod."""
+    pods = get_json(cluster, "pods", "-l", "app=shop-web")["items"]
+    return logs(cluster, pods[0]["metadata"]["name"]) if pods else ""
+
+
+def test_the_manifests_deployment_reads_its_configuration(shop: Cluster) -> None:
+    wait_until(lambda: "ready" in web_pod_logs(shop), timeout=60, what="the Deployment's pod")
+    assert web_pod_logs(shop).split() == ["ready", "hello", "s3cret"]
+    everything = shop.kubectl("get", "all", "-n", NS).stdout
+    assert "deployment.apps/shop-web   1/1" in everything, everything
+    assert "replicaset.apps/shop-web-" in everything
 
 
 def test_the_issue_pod_reads_back_canonical(shop: Cluster) -> None:
@@ -307,7 +341,7 @@ def test_bad_input_gets_upstreams_codes(shop: Cluster) -> None:
         ),
     )
     assert "illegal base64 data at input byte 4" in secret.stderr, secret.stderr
-    profile = yaml.safe_load(MANIFEST.split("---")[-1])
+    profile = next(d for d in yaml.safe_load_all(MANIFEST) if d["kind"] == "Pod")
     profile["metadata"] = {
         "name": "profiled",
         "namespace": NS,

@@ -71,6 +71,30 @@ WORKER = {
 }
 
 
+WEB = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "nginx",
+                        "command": ["sleep", "3600"],
+                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                    }
+                ]
+            },
+        },
+    },
+}
+
+
 @dataclass
 class Dash:
     cluster: Cluster
@@ -157,9 +181,7 @@ def resize_patch(memory_request: str, memory_limit: str) -> str:
 
 
 def test_every_page_loads_and_a_wrong_token_gets_401(dash: Dash) -> None:
-    dash.kubectl(
-        "create", "deployment", "web", "--image=nginx", "--replicas=2", "--", "sleep", "3600"
-    )
+    dash.kubectl("apply", "-f", "-", input=json.dumps(WEB))
     with chromium_sync() as browser:
         page = browser.new_page()
         response = page.goto(f"{dash.base}/?token=wrong")
@@ -178,9 +200,15 @@ def test_every_page_loads_and_a_wrong_token_gets_401(dash: Dash) -> None:
         page.screenshot(path=artifacts() / "pods.png", full_page=True)
 
         dash.open(page, "/workloads")
-        expect(
-            page.locator("#workloads tbody tr[data-key='Deployment/default/web']")
-        ).to_contain_text("Deployment default/web", timeout=HANG_GUARD_MS)
+        web = page.locator("#workloads tbody tr[data-key='Deployment/default/web']")
+        expect(web).to_contain_text("Deployment default/web", timeout=HANG_GUARD_MS)
+        expect(web).to_contain_text("2 current", timeout=HANG_GUARD_MS)
+        # The workload controllers resize the Deployment's pods in place; the row follows.
+        dash.kubectl("set", "resources", "deployment", "web", "--requests=cpu=20m,memory=24Mi")
+        expect(web).to_contain_text("2 current", timeout=HANG_GUARD_MS)
+        expect(web).to_contain_text("PodsResized=True", timeout=HANG_GUARD_MS)
+        pods = json.loads(dash.kubectl("get", "pods", "-l", "app=web", "-o", "json").stdout)
+        assert [p["metadata"]["generation"] for p in pods["items"]] == [2, 2]  # resized, not new
         page.screenshot(path=artifacts() / "workloads.png", full_page=True)
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{dash.base}/api/view?view=pods", timeout=5)

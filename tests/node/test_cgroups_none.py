@@ -26,11 +26,15 @@ def test_records_resources() -> None:
     driver.set_oom_kill_disable("node/pod/c", True)
     assert not driver.under_oom("node/pod/c")
     assert driver.oom_kill_count("node/pod/c") == 0
+    driver.record_oom_kill("node/pod/c")  # the userspace pause's kill, counted as the kernel's
+    assert driver.oom_kill_count("node/pod/c") == 1
     with pytest.raises(CgroupUnsupported):
         driver.open_oom_notifier("node/pod/c")
     driver.remove("node/pod")
     with pytest.raises(CgroupNotFound):
         driver.read("node/pod/c")
+    driver.create("node/pod/c", res)
+    assert driver.oom_kill_count("node/pod/c") == 0  # a new cgroup counts from zero
 
 
 def test_usage_of_a_real_process_tree() -> None:

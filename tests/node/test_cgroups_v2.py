@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from inplace.node.cgroups import CgroupNotFound, CgroupResources, V2Driver
+from inplace.node.cgroups.base import pause_threshold
 
 Mi = 1024 * 1024
 
@@ -93,26 +94,70 @@ def test_processes_and_freeze(driver: V2Driver, fake_root: Path) -> None:
     assert read(fake_root, "c", "cgroup.freeze") == "0"
 
 
-def test_oom_kill_disable_moves_the_limit_to_memory_high(driver: V2Driver, fake_root: Path) -> None:
+def test_pause_mode_puts_memory_high_just_under_memory_max(
+    driver: V2Driver, fake_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     driver.create("c", CgroupResources(None, None, memory_limit_bytes=64 * Mi))
-    (fake_root / "inplace/c/memory.current").write_text(str(10 * Mi))
     driver.set_oom_kill_disable("c", True)
-    assert read(fake_root, "c", "memory.high") == str(64 * Mi)
-    assert read(fake_root, "c", "memory.max") == "max"
+    assert read(fake_root, "c", "memory.max") == str(64 * Mi)
+    assert read(fake_root, "c", "memory.high") == str(pause_threshold(64 * Mi)) == str(62 * Mi)
     assert driver.read("c").memory_limit_bytes == 64 * Mi
+    assert driver.events_file("c") == str(fake_root / "inplace/c/memory.events")
     assert not driver.under_oom("c")
+    driver.freeze("c")
+    assert driver.under_oom("c")  # parked: in pause mode and frozen
+    driver.thaw("c")
 
-    # a resize in pause mode moves memory.high, not memory.max
+    # a resize in pause mode moves both, the hard limit first when growing, last when shrinking
+    writes: list[tuple[str, str]] = []
+    real_write = driver._write
+
+    def recording(path: str, name: str, value: str) -> None:
+        writes.append((name, value))
+        real_write(path, name, value)
+
+    monkeypatch.setattr(driver, "_write", recording)
+    driver.update("c", CgroupResources(None, None, memory_limit_bytes=128 * Mi))
+    memory = [w for w in writes if w[0].startswith("memory.")]
+    assert memory == [("memory.max", str(128 * Mi)), ("memory.high", str(124 * Mi))]
+    writes.clear()
     driver.update("c", CgroupResources(None, None, memory_limit_bytes=32 * Mi))
-    assert read(fake_root, "c", "memory.high") == str(32 * Mi)
-    assert read(fake_root, "c", "memory.max") == "max"
-    (fake_root / "inplace/c/memory.current").write_text(str(32 * Mi))
-    assert driver.under_oom("c")
+    memory = [w for w in writes if w[0].startswith("memory.")]
+    assert memory == [("memory.high", str(31 * Mi)), ("memory.max", str(32 * Mi))]
+
+    # lifting the limit leaves nothing to pause at; setting one again resumes pause mode
+    driver.update("c", CgroupResources(None, None))
+    assert read(fake_root, "c", "memory.max") == read(fake_root, "c", "memory.high") == "max"
+    driver.update("c", CgroupResources(None, None, memory_limit_bytes=32 * Mi))
+    assert read(fake_root, "c", "memory.high") == "max"  # pause mode is a choice of the agent
+    driver.set_oom_kill_disable("c", True)
+    assert read(fake_root, "c", "memory.high") == str(31 * Mi)
 
     driver.set_oom_kill_disable("c", False)
     assert read(fake_root, "c", "memory.max") == str(32 * Mi)
     assert read(fake_root, "c", "memory.high") == "max"
     assert not driver.under_oom("c")
+
+
+def test_no_limit_no_pause_mode(driver: V2Driver, fake_root: Path) -> None:
+    driver.create("c", CgroupResources(None, None))
+    driver.set_oom_kill_disable("c", True)
+    assert read(fake_root, "c", "memory.high") == "max"
+    assert read(fake_root, "c", "memory.events").startswith("low 0\nhigh 0")  # seeded as mkdir
+
+
+@pytest.mark.parametrize(
+    ("limit", "threshold"),
+    [
+        (64 * Mi, 62 * Mi),  # 1/32 below
+        (16 * Mi, 15 * Mi),  # at least 1 MiB below
+        (1 << 30, (1 << 30) - 32 * Mi),
+        (8 << 30, (8 << 30) - 32 * Mi),  # at most 32 MiB below
+        (1 * Mi, Mi // 2),  # never below half the limit
+    ],
+)
+def test_pause_threshold(limit: int, threshold: int) -> None:
+    assert pause_threshold(limit) == threshold
 
 
 def test_remove(driver: V2Driver, fake_root: Path) -> None:

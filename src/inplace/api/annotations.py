@@ -7,7 +7,12 @@ value with a 422 that names the annotation.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Final
+
+from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.timestamps import parse_go_duration
 
 PREFIX: Final = "inplace.dev/"
 
@@ -25,12 +30,42 @@ OOM_KILL_DISABLE: Final = "inplace.dev/oom-kill-disable"
 """``"true"``: pause the pod's tasks at the memory limit instead of OOM-killing them, until a
 resize raises the limit. ``"false"`` (the default) keeps the kernel's behaviour."""
 
+MEMORY_ON_PAUSE: Final = "inplace.dev/memory-on-pause"
+"""How much more memory to ask for when a container is paused at its memory limit (with
+:data:`OOM_KILL_DISABLE`) and no vertical pod autoscaler answers for the pod:
+``"+<quantity>"`` adds to the container's memory limit (``"+512Mi"``), ``"x<factor>"``
+multiplies it (``"x1.5"``, a decimal number above 1). The memory request grows in proportion
+to the limit, so the pod keeps its QoS class. Capped by :data:`MEMORY_MAX`; parsed by
+:func:`parse_memory_on_pause`."""
+
+MEMORY_MAX: Final = "inplace.dev/memory-max"
+"""A memory quantity (``"4Gi"``), above 0: the largest memory limit an automatic bump of a
+paused container may ask for (:data:`MEMORY_ON_PAUSE`, per container)."""
+
+PAUSE_TIMEOUT: Final = "inplace.dev/pause-timeout"
+"""A Go duration above 0 (``"90s"``, ``"5m"``, ``"1h30m"``): a container still paused at its
+memory limit that long is OOM-killed, as it would have been without
+:data:`OOM_KILL_DISABLE`. Unset: it stays paused until a resize raises its limit."""
+
 USAGE_PROFILE: Final = "inplace.dev/usage-profile"
 """JSON: the usage a simulated node reports for the pod's containers: one profile for all,
 or an object of profiles by container name. A profile is constant (``{"cpu": "250m",
 "memory": "100Mi"}``), a ramp (``{"ramp": {"from": {...}, "to": {...}, "seconds": 600}}``)
 or points (``{"points": [[0, "100m", "50Mi"], [60, "300m", "80Mi"]]}``, seconds since the
 container started). Parsed and validated by :mod:`inplace.api.usage_profile`."""
+
+SHRINKABLE: Final = "inplace.dev/shrinkable"
+"""``"true"``: the rescue controller may shrink the pod's cpu and memory requests in place
+(never below its recent peak usage plus a margin) to make room for a pending pod of equal or
+higher priority, and grows them back when the pressure is gone. ``"false"`` (the default)
+leaves it alone. Set it on a workload's pod template to cover its pods."""
+
+ORIGINAL_RESOURCES: Final = "inplace.dev/original-resources"
+"""JSON written by the rescue controller when it first shrinks a pod, so it can grow the pod
+back to its size even after a restart: per container, the cpu and memory requests and
+limits it had, ``{"main": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory":
+"1Gi"}}}``. Removed once the pod is back to that size. Parsed and validated by
+:mod:`inplace.api.original_resources`."""
 
 # -- on workloads (Deployments, ReplicaSets, Jobs) -------------------------------------------------
 
@@ -50,3 +85,77 @@ LIMITS_ENFORCED: Final = "inplace.dev/limits-enforced"
 
 CGROUP_DRIVER: Final = "inplace.dev/cgroup-driver"
 """The node agent's cgroup driver: ``v1``, ``v2`` or ``none``."""
+
+MEMORY_PAUSE: Final = "inplace.dev/memory-pause"
+"""Label on a node: how its agent pauses a container at its memory limit
+(:data:`OOM_KILL_DISABLE`), one of :data:`MEMORY_PAUSE_MECHANISMS`:
+
+* ``oom-control``: cgroup v1 ``memory.oom_control``, the kernel parks the tasks itself;
+* ``freeze``: cgroup v2, ``memory.high`` just under ``memory.max`` throttles the tasks and
+  ``cgroup.freeze`` parks them before ``memory.max`` is reached;
+* ``sigstop``: no writable cgroups, a userspace monitor SIGSTOPs the container's process
+  groups as their memory nears the limit (best effort: polled);
+* ``unavailable``: simulated nodes (no processes)."""
+
+MEMORY_PAUSE_MECHANISMS: Final = ("oom-control", "freeze", "sigstop", "unavailable")
+
+# -- formats ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryStep:
+    """A parsed :data:`MEMORY_ON_PAUSE`: add ``add`` bytes, or multiply by ``factor``."""
+
+    add: int | None = None
+    factor: Fraction | None = None
+
+    def apply(self, limit: int) -> int:
+        """The bumped limit in bytes (a product is rounded up to a whole byte)."""
+        if self.add is not None:
+            return limit + self.add
+        assert self.factor is not None
+        product = limit * self.factor
+        return -(-product.numerator // product.denominator)
+
+
+MEMORY_ON_PAUSE_FORMAT: Final = 'must be "+<quantity>" (e.g. "+512Mi") or "x<factor>" (e.g. "x1.5")'
+
+
+def parse_memory_on_pause(value: str) -> MemoryStep:
+    """:data:`MEMORY_ON_PAUSE`; ValueError says what is wrong (validation's detail)."""
+    if value.startswith("+"):
+        try:
+            amount = Quantity.parse(value[1:])
+        except QuantityError as exc:
+            raise ValueError(f"{MEMORY_ON_PAUSE_FORMAT}: {exc.reason}") from exc
+        if amount.sign() <= 0:
+            raise ValueError("the amount to add must be greater than 0")
+        return MemoryStep(add=amount.value())
+    if value.startswith("x"):
+        text = value[1:]
+        if not text or not all(ch.isdigit() or ch == "." for ch in text) or text.count(".") > 1:
+            raise ValueError(MEMORY_ON_PAUSE_FORMAT)
+        factor = Fraction(text)
+        if factor <= 1:
+            raise ValueError("the factor must be greater than 1")
+        return MemoryStep(factor=factor)
+    raise ValueError(MEMORY_ON_PAUSE_FORMAT)
+
+
+def parse_memory_max(value: str) -> int:
+    """:data:`MEMORY_MAX` in bytes; ValueError says what is wrong."""
+    try:
+        amount = Quantity.parse(value)
+    except QuantityError as exc:
+        raise ValueError(exc.reason) from exc
+    if amount.sign() <= 0:
+        raise ValueError("must be greater than 0")
+    return amount.value()
+
+
+def parse_pause_timeout(value: str) -> float:
+    """:data:`PAUSE_TIMEOUT` in seconds; ValueError says what is wrong."""
+    seconds = parse_go_duration(value)
+    if seconds <= 0:
+        raise ValueError("must be greater than 0")
+    return seconds

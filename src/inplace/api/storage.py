@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from inplace.api.nodeaffinity import match_node_selector_terms
+from inplace.api.placement import match_node_selector_terms
 from inplace.api.quantity import Quantity, QuantityError
 
 __all__ = [

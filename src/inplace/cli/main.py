@@ -93,6 +93,30 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
     )
 
+    from inplace.cli.rescue import add_arguments as rescue_arguments
+
+    rescue_arguments(
+        commands.add_parser(
+            "rescue", help="show which pods would be shrunk to place pending pods (--dry-run)"
+        )
+    )
+
+    from inplace.cli.demo import add_arguments as demo_arguments
+
+    demo_arguments(
+        commands.add_parser(
+            "demo", help="the whole story in one command: a throw-away cluster, five acts"
+        )
+    )
+
+    from inplace.cli.stress import add_arguments as stress_arguments
+
+    stress_arguments(
+        commands.add_parser(
+            "stress", help="a built-in workload like the classic `stress` (memory and CPU hogs)"
+        )
+    )
+
     from inplace.node.main import add_arguments
 
     add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
@@ -120,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_given = sys.argv[1:] if argv is None else argv
+    if args_given[:1] == ["stress"]:
+        # Straight to it: a workload in a small pod should not pay for the other commands'
+        # imports (the parser below imports the node agent and the replay tool).
+        from inplace.cli.stress import main as stress_main
+
+        return stress_main(args_given[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -143,10 +174,18 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.dashboard.main import main as dashboard_main
 
         return dashboard_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "demo":
+        from inplace.cli.demo import run as demo
+
+        return demo(args)
     if args.command == "replay":
         from inplace.cli.replay import run as replay
 
         return replay(args)
+    if args.command == "rescue":
+        from inplace.cli.rescue import run as rescue
+
+        return rescue(args)
     if args.command == "node":
         from inplace.node.main import run
 

@@ -385,8 +385,11 @@ def scheduler_component(data: DataDir, *, metrics_port: int) -> Component:
     )
 
 
-def controller_manager_component(data: DataDir, *, node_monitor_grace_period: float) -> Component:
-    """The controller manager: workloads, budgets, garbage collection, node lifecycle."""
+def controller_manager_component(
+    data: DataDir, *, node_monitor_grace_period: float, metrics_port: int = 0
+) -> Component:
+    """The controller manager: workloads, budgets, garbage collection, node lifecycle, the
+    rescuer."""
     return Component(
         "controller-manager",
         [
@@ -400,6 +403,8 @@ def controller_manager_component(data: DataDir, *, node_monitor_grace_period: fl
             f"{node_monitor_grace_period:g}s",
             "--default-local-storage-path",
             str(data.storage),
+            "--metrics-port",
+            str(metrics_port),
         ],
     )
 
@@ -533,12 +538,18 @@ async def _run_locked(
             await supervisor.start(scheduler_component(data, metrics_port=metrics_port))
             watchers.append(asyncio.create_task(supervisor.watch(supervisor.components[-1])))
             say(f"  ✓ scheduler (metrics on http://{host}:{metrics_port}/metrics)")
+        manager_metrics_port = pick_port(host, 0)
         manager = controller_manager_component(
-            data, node_monitor_grace_period=node_monitor_grace_period
+            data,
+            node_monitor_grace_period=node_monitor_grace_period,
+            metrics_port=manager_metrics_port,
         )
         await supervisor.start(manager)
         watchers.append(asyncio.create_task(supervisor.watch(manager)))
-        say("  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes)")
+        say(
+            "  ✓ controller manager (deployments, jobs, budgets, garbage collection, nodes, "
+            f"rescuer; metrics on http://{host}:{manager_metrics_port}/metrics)"
+        )
         if nodes > 0:
             for component in node_components(
                 data,

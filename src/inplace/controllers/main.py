@@ -4,6 +4,8 @@
     inplace controller-manager --controllers=workload-resize      # on a real cluster
 
 SIGINT/SIGTERM stop it cleanly. Flag names are kube-controller-manager's where it has them.
+``--metrics-port`` serves the controllers' Prometheus metrics on ``/metrics`` (prometheus-client's
+own HTTP server, in a thread: nothing here is on the event loop's path).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import logging
 import re
 import signal
 
+from prometheus_client import CollectorRegistry, start_http_server
+
 from inplace.client import Client, ConfigError, load_config
 from inplace.loop import run as run_event_loop
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
+from .rescue.flags import add_rescue_arguments, rescue_options
 
 __all__ = ["build_parser", "main", "parse_duration"]
 
@@ -82,6 +87,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="directory the local-path provisioner makes volumes in (k3s's flag); without it, "
         "claims of the local-path class wait as for an external provisioner",
     )
+    parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
+    parser.add_argument("--metrics-host", default="127.0.0.1")
+    add_rescue_arguments(parser, parse_duration)
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -89,11 +97,19 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 async def run(args: argparse.Namespace) -> None:
     specs = select_controllers(args.controllers)
     config = load_config(args.kubeconfig)
+    registry = CollectorRegistry()
+    if args.metrics_port:
+        try:
+            start_http_server(args.metrics_port, addr=args.metrics_host, registry=registry)
+        except OSError as exc:  # e.g. a second cluster on this host holds the port
+            log.warning("cannot serve /metrics on port %d (%s)", args.metrics_port, exc)
     options = {
+        "metrics_registry": registry,
         "node_monitor_grace_period": args.node_monitor_grace_period,
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
         "local_path_root": args.default_local_storage_path,
+        **rescue_options(args),
     }
     async with Client(
         config, user_agent="inplace-controller-manager", connection_limit=128

@@ -109,6 +109,18 @@ def _workload_resize(ctx: Context) -> Controller:
     return WorkloadResizeController(ctx)
 
 
+def _rescue(ctx: Context) -> Controller:
+    from .rescue.controller import RescueController
+
+    return RescueController(ctx)
+
+
+def _memory_pause(ctx: Context) -> Controller:
+    from .memorypause.controller import MemoryPauseResponder
+
+    return MemoryPauseResponder(ctx)
+
+
 CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset-controller", ("replicaset",), _replicaset, "ReplicaSets"),
     ControllerSpec("deployment-controller", ("deployment",), _deployment, "Deployments"),
@@ -163,6 +175,18 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         ("workload-resize-controller",),
         _workload_resize,
         "resizes a workload's pods in place when only its template's resources change",
+    ),
+    ControllerSpec(
+        "rescue-controller",
+        ("rescue",),
+        _rescue,
+        "shrinks over-provisioned shrinkable pods in place to make room for pending pods",
+    ),
+    ControllerSpec(
+        "memory-pause",
+        ("memory-pause-responder",),
+        _memory_pause,
+        "asks for more memory for pods paused at their limit (inplace.dev/memory-on-pause)",
     ),
 )
 

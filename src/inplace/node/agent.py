@@ -150,10 +150,12 @@ class NodeAgent:
             objects=self.objects,
         )
         self.ledger = Ledger(self.ctx)
-        self.pause = MemoryPause(self.ctx)
+        self.pause = MemoryPause(self.ctx, processes=runtime is None)
         self.status = StatusWriter(self.ctx, self.pause)
         self.lifecycle = Lifecycle(self.ctx, self.pause, self.ledger)
-        self.resizer = Resizer(self.ctx, self.ledger, self.status.publish)
+        self.resizer = Resizer(
+            self.ctx, self.ledger, self.status.publish, on_memory_raised=self.pause.resumed
+        )
         self.usage_source = usage
         self._own_informer = informer is None
         self.informer: PodSource = (
@@ -177,7 +179,9 @@ class NodeAgent:
             for method, path, handler in streaming.routes():
                 stats.add_route(method, path, handler)
         self._rejected: set[str] = set()
-        self.registration = NodeRegistration(client, config, driver, lambda: self.stats.port)
+        self.registration = NodeRegistration(
+            client, config, driver, lambda: self.stats.port, memory_pause=self.pause.name
+        )
 
     @property
     def workers(self) -> dict[str, PodWorker]:
@@ -233,6 +237,7 @@ class NodeAgent:
                     w.task.cancel()
             for task in tasks:
                 task.cancel()
+            self.pause.close()
             await self._client_actions.close()
             await self.objects.close()
             for task in tasks:
@@ -351,6 +356,7 @@ class NodeAgent:
         try:
             requeue = await self.resizer.resize(w)
             await self.status.sync(w)
+            self.pause.enforce_timeout(w)
             for error in await self.ctx.sandboxes.refresh(w.pod):
                 self.ctx.event(w, "FailedMount", str(error), warning=True)
         finally:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from inplace.api.annotations import CGROUP_DRIVER, LIMITS_ENFORCED
+from inplace.api.annotations import CGROUP_DRIVER, LIMITS_ENFORCED, MEMORY_PAUSE
 from inplace.api.timestamps import rfc3339, rfc3339_micro
 from inplace.client import (
     LEASES,
@@ -58,12 +58,21 @@ class NodeRegistration:
     as ``daemonEndpoints.kubeletEndpoint.Port``)."""
 
     def __init__(
-        self, client: Client, config: AgentConfig, driver: CgroupDriver, port: Callable[[], int]
+        self,
+        client: Client,
+        config: AgentConfig,
+        driver: CgroupDriver,
+        port: Callable[[], int],
+        *,
+        memory_pause: str = "unavailable",
     ) -> None:
+        """``memory_pause``: how the agent pauses a container at its memory limit (the
+        node's ``inplace.dev/memory-pause`` label)."""
         self.client = client
         self.config = config
         self.driver = driver
         self.port = port
+        self.memory_pause = memory_pause
         self._transition_times: dict[str, str] = {}
 
     def node_object(self) -> dict[str, Any]:
@@ -88,6 +97,7 @@ class NodeRegistration:
                     "kubernetes.io/arch": arch,
                     "beta.kubernetes.io/os": "linux",
                     "beta.kubernetes.io/arch": arch,
+                    MEMORY_PAUSE: self.memory_pause,
                     **cfg.labels,
                 },
                 "annotations": {

@@ -52,10 +52,15 @@ class Resizer:
         ctx: NodeContext,
         ledger: Ledger,
         publish: Callable[[PodWorker], Awaitable[None]],
+        *,
+        on_memory_raised: Callable[[PodWorker], None] | None = None,
     ) -> None:
+        """``on_memory_raised``: called once a resize that raised a container's memory limit
+        is written (the memory pause resumes the containers it parked)."""
         self.ctx = ctx
         self.ledger = ledger
         self.publish = publish
+        self.on_memory_raised = on_memory_raised
 
     def approved(self, w: PodWorker, desired: Mapping[str, Alloc]) -> bool:
         """May the agent apply the desired resources now?
@@ -172,6 +177,7 @@ class Resizer:
                 if n in w.procs
             ]
             await asyncio.gather(*stops, return_exceptions=True)
+        before = {n: sizing_of(w.actual.get(n, {})).limits_memory for n in names}
         try:
             await self.write_cgroups(w)
         except CgroupWriteError as exc:
@@ -193,6 +199,11 @@ class Resizer:
         for n in names:
             if w.containers[n].state == "running":
                 w.actual[n] = w.allocated.get(n, {})
+        raised = any(
+            _below(before[n], sizing_of(w.allocated.get(n, {})).limits_memory) for n in names
+        )
+        if raised and self.on_memory_raised is not None:
+            self.on_memory_raised(w)
         self.ctx.save(w)
         w.resize_conditions = _settled(generation)
         w.resize_backoff = None

@@ -81,6 +81,12 @@ class PodWorker:
     """cgroup path → eventfd that fires when the cgroup goes under OOM (memory pause)."""
     memory_paused: list[str] = field(default_factory=list)
     """The containers parked at their memory limit when the status was last built."""
+    paused_since: float | None = None
+    """Monotonic time the pod became paused (for ``inplace.dev/pause-timeout``)."""
+    paused_at: float | None = None
+    """Wall-clock time of the same moment (for the condition's message)."""
+    pause_timer: asyncio.TimerHandle | None = None
+    """Wakes the pod when its pause times out."""
 
     @classmethod
     def for_pod(cls, pod: dict[str, Any], *, allocated: Mapping[str, Alloc]) -> PodWorker:

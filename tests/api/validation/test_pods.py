@@ -205,6 +205,36 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             'supported values: "true", "false"',
         ],
     ),
+    (
+        "the rescuer's and the pause annotations",
+        POD,
+        lambda: mutate(
+            pod(),
+            lambda p: p["metadata"].update(
+                annotations={
+                    "inplace.dev/shrinkable": "maybe",
+                    "inplace.dev/original-resources": '{"main": {"requests": {"gpu": "1"}}}',
+                    "inplace.dev/memory-on-pause": "x0.5",
+                    "inplace.dev/memory-max": "lots",
+                    "inplace.dev/pause-timeout": "5",
+                }
+            ),
+        ),
+        [
+            'metadata.annotations[inplace.dev/shrinkable]: Unsupported value: "maybe": '
+            'supported values: "true", "false"',
+            "metadata.annotations[inplace.dev/original-resources]: Invalid value: "
+            '"{\\"main\\": {\\"requests\\": {\\"gpu\\": \\"1\\"}}}": '
+            "main.requests: only cpu and memory, not 'gpu'",
+            'metadata.annotations[inplace.dev/memory-on-pause]: Invalid value: "x0.5": '
+            "the factor must be greater than 1",
+            'metadata.annotations[inplace.dev/memory-max]: Invalid value: "lots": '
+            "quantities must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            'metadata.annotations[inplace.dev/pause-timeout]: Invalid value: "5": '
+            'time: missing unit in duration "5"',
+        ],
+    ),
 ]
 
 

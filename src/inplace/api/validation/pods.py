@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from inplace.api.annotations import (
+    MEMORY_MAX,
+    MEMORY_ON_PAUSE,
     OOM_KILL_DISABLE,
+    ORIGINAL_RESOURCES,
+    PAUSE_TIMEOUT,
     RESIZE_POLICIES,
     RESIZE_POLICY,
+    SHRINKABLE,
     USAGE_PROFILE,
+    parse_memory_max,
+    parse_memory_on_pause,
+    parse_pause_timeout,
 )
 from inplace.api.names import (
     dns1123_label_errors,
     label_value_errors,
     qualified_name_errors,
 )
+from inplace.api.original_resources import parse_original_resources
 from inplace.api.usage_profile import profile_errors
 from inplace.api.validation.env import validate_env, validate_env_from
 from inplace.api.validation.equality import diff, semantic
@@ -524,6 +533,30 @@ def _validate_inplace_annotations(
     oom = annotations.get(OOM_KILL_DISABLE)
     if oom is not None and oom not in ("true", "false"):
         errs.append(not_supported(key_path(path, OOM_KILL_DISABLE), oom, ("true", "false")))
+    shrinkable = annotations.get(SHRINKABLE)
+    if shrinkable is not None and shrinkable not in ("true", "false"):
+        errs.append(not_supported(key_path(path, SHRINKABLE), shrinkable, ("true", "false")))
+    original = annotations.get(ORIGINAL_RESOURCES)
+    if isinstance(original, str):
+        try:
+            parse_original_resources(original)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, ORIGINAL_RESOURCES), original, str(exc)))
+    for name, parse in _PAUSE_ANNOTATIONS:
+        value = annotations.get(name)
+        if not isinstance(value, str):
+            continue
+        try:
+            parse(value)
+        except ValueError as exc:
+            errs.append(invalid(key_path(path, name), value, str(exc)))
+
+
+_PAUSE_ANNOTATIONS: Final[tuple[tuple[str, Callable[[str], object]], ...]] = (
+    (MEMORY_ON_PAUSE, parse_memory_on_pause),
+    (MEMORY_MAX, parse_memory_max),
+    (PAUSE_TIMEOUT, parse_pause_timeout),
+)
 
 
 def validate_pod_template(errs: list[FieldError], value: object, path: str) -> Mapping[str, Any]:

@@ -25,7 +25,7 @@ import errno as errno_mod
 import os
 import time
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 __all__ = [
     "DEFAULT_CPU_PERIOD_US",
@@ -40,6 +40,7 @@ __all__ = [
     "Mount",
     "parse_mountinfo",
     "parse_proc_cgroup",
+    "pause_threshold",
     "read_mountinfo",
     "read_proc_cgroup",
 ]
@@ -321,6 +322,21 @@ def parse_flat_keyed(text: str) -> dict[str, int]:
             except ValueError:
                 continue
     return out
+
+
+PAUSE_MARGIN_MIN: Final = 1 << 20
+PAUSE_MARGIN_MAX: Final = 32 << 20
+
+
+def pause_threshold(limit: int) -> int:
+    """Where a pause that the kernel does not do itself (cgroup v2's ``memory.high``, the
+    userspace monitor) stops a container: just under its memory limit, 1/32 of it below,
+    at least 1 MiB and at most 32 MiB below (never below half the limit), page-rounded.
+
+    Close enough that the container has used what it was given, far enough that the tasks
+    are parked before the hard limit where the kernel would kill them."""
+    margin = min(max(limit // 32, PAUSE_MARGIN_MIN), PAUSE_MARGIN_MAX, limit // 2)
+    return page_round_down(limit - margin)
 
 
 def page_round_down(value: int) -> int:

@@ -8,10 +8,12 @@ It keeps the same contract so the rest of the agent does not branch, but nothing
   would contain, since children inherit their parent's cgroup);
 * usage is summed over those processes with psutil (CPU = user + system time, memory = RSS;
   there is no page cache accounting, so the working set equals usage);
-* OOM: there is no memory limit, so there is no OOM; ``set_oom_kill_disable`` is a recorded
-  no-op, ``under_oom`` is False, ``oom_kill_count`` is 0 and ``open_oom_notifier`` raises
-  :class:`CgroupUnsupported`. The design's userspace fallback (a monitor that SIGSTOPs and
-  SIGCONTs a process group over its limit) builds on :meth:`NoneDriver.freeze`/``thaw``.
+* OOM: there is no memory limit, so the kernel never OOM-kills; ``set_oom_kill_disable`` is a
+  recorded no-op, ``under_oom`` is False and ``open_oom_notifier`` raises
+  :class:`CgroupUnsupported`. The node agent's userspace pause (``inplace.node.pause``: a
+  monitor that SIGSTOPs a container's process groups as their memory nears the limit) kills
+  a container whose pause timed out itself and counts it with :meth:`NoneDriver.record_oom_kill`,
+  so ``oom_kill_count`` reports it as the kernel's counter would.
 * freeze/thaw send SIGSTOP/SIGCONT to every member: best effort (a process can be caught
   between the listing and the signal, and SIGCONT also wakes a task stopped for other reasons).
 """
@@ -45,6 +47,7 @@ class NoneDriver:
         self._resources: dict[str, CgroupResources] = {}
         self._pids: dict[str, set[int]] = {}
         self._oom_kill_disabled: dict[str, bool] = {}
+        self._oom_kills: dict[str, int] = {}
 
     @staticmethod
     def _key(path: str) -> str:
@@ -133,6 +136,7 @@ class NoneDriver:
             self._resources.pop(k, None)
             self._pids.pop(k, None)
             self._oom_kill_disabled.pop(k, None)
+            self._oom_kills.pop(k, None)
 
     def set_oom_kill_disable(self, path: str, disabled: bool) -> None:
         """Recorded only: without a memory limit there is nothing to be killed at."""
@@ -143,8 +147,13 @@ class NoneDriver:
         return False
 
     def oom_kill_count(self, path: str) -> int:
-        self._known(path)
-        return 0
+        return self._oom_kills.get(self._known(path), 0)
+
+    def record_oom_kill(self, path: str) -> None:
+        """Count a kill made in userspace for being over the memory limit (the none driver's
+        stand-in for the kernel's ``oom_kill`` counter)."""
+        key = self._known(path)
+        self._oom_kills[key] = self._oom_kills.get(key, 0) + 1
 
     def open_oom_notifier(self, path: str) -> int:
         raise CgroupUnsupported("the none driver has no memory limits, hence no OOM events")

@@ -12,15 +12,19 @@ files (``plain_files=True``: interface files are created on first write, ``cgrou
 appends, and ``remove`` deletes files before ``rmdir``). Nothing else in the driver depends on
 the kernel's magic.
 
-**Pause instead of OOM-kill.** v2 has no ``oom_control``. :meth:`V2Driver.set_oom_kill_disable`
-emulates it: the limit moves from ``memory.max`` (hard: OOM kill) to ``memory.high`` (soft: the
-kernel throttles and reclaims hard above it, never kills), and ``memory.max`` becomes ``max``.
-The node agent watches ``memory.events`` (its ``high`` counter) and freezes the cgroup
-(``cgroup.freeze``) when it rises, which parks the tasks as v1 does; raising the limit and
-thawing resumes them. The state is kept in the files themselves (``memory.max == max`` and
-``memory.high != max`` means "pause mode"), so an agent restart loses nothing. This is weaker
-than v1: between crossing ``memory.high`` and the freeze, a fast allocator can overshoot the
-limit (throttled, not stopped). :data:`OOM_PAUSE_MECHANISM` is logged when it is turned on.
+**Pause instead of OOM-kill.** v2 has no ``oom_control``. In *pause mode*
+(:meth:`V2Driver.set_oom_kill_disable`) ``memory.max`` stays the limit, the kernel's hard
+backstop, and ``memory.high`` is set just under it (:func:`~.base.pause_threshold`): above
+``memory.high`` the kernel throttles the tasks (reclaim, then sleeps) and counts ``high`` in
+``memory.events``. The node agent watches that file through inotify and writes
+``cgroup.freeze`` = 1, which parks the tasks before ``memory.max`` is reached; a resize raises
+both files (``memory.max`` first when growing) and the agent thaws. Giving up (a pause
+timeout) lifts ``memory.high`` and thaws: a task that needs more than ``memory.max`` is then
+OOM-killed by the kernel, as it would have been. The mode lives in the files themselves
+(``memory.high`` set while ``memory.max`` is a limit), so an agent restart loses nothing.
+Weaker than v1: between crossing ``memory.high`` and the freeze the tasks run, throttled;
+an allocation fast enough to cross the margin in that time reaches ``memory.max``.
+:data:`OOM_PAUSE_MECHANISM` is logged when it is first turned on.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .base import (
     join_path,
     page_round_down,
     parse_flat_keyed,
+    pause_threshold,
     read_proc_cgroup,
     read_text,
     rmdir_cgroup,
@@ -51,10 +56,20 @@ log = logging.getLogger(__name__)
 
 WANTED_CONTROLLERS = ("cpu", "memory", "pids")
 
+_KERNEL_FILES = {
+    "memory.current": "0\n",
+    "memory.high": "max\n",
+    "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n",
+    "memory.stat": "anon 0\nfile 0\ninactive_file 0\n",
+    "cpu.stat": "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
+    "cgroup.freeze": "0\n",
+    "cgroup.events": "populated 0\nfrozen 0\n",
+}
+"""What a new cgroup's read-only (or kernel-maintained) files say, for plain directory trees."""
+
 OOM_PAUSE_MECHANISM = (
-    "cgroup v2 has no memory.oom_control: pausing at the memory limit is emulated with "
-    "memory.high at the limit (memory.max lifted) plus cgroup.freeze when memory.events "
-    "reports 'high'"
+    "cgroup v2 has no memory.oom_control: pausing at the memory limit is memory.high just "
+    "under memory.max (throttle) plus cgroup.freeze when memory.events reports 'high'"
 )
 
 
@@ -117,7 +132,18 @@ class V2Driver:
                 leaf, "", exc.errno or errno.EIO, action=f"mkdir {leaf}"
             ) from exc
         self._enable_controllers(leaf)
+        if self.plain_files:
+            self._seed_kernel_files(path)
         self.update(path, resources)
+
+    def _seed_kernel_files(self, path: str) -> None:
+        """On a plain directory tree, the files the kernel makes at ``mkdir`` (as it would:
+        zero counters, no limits), so a reader or a watcher finds them before anything is
+        written. Never on cgroupfs."""
+        for name, text in _KERNEL_FILES.items():
+            f = self._file(path, name)
+            if not os.path.exists(f):
+                write_text(f, text, create=True)
 
     def _enable_controllers(self, leaf: str) -> None:
         """Delegate our controllers along the way from the mount root to ``leaf``'s parent."""
@@ -155,10 +181,10 @@ class V2Driver:
     # -- limits --------------------------------------------------------------------------
 
     def _pause_mode(self, path: str) -> bool:
-        """True when :meth:`set_oom_kill_disable` moved the limit to ``memory.high``."""
+        """True when :meth:`set_oom_kill_disable` put ``memory.high`` under ``memory.max``."""
         try:
             return (
-                self._read(path, "memory.max") == "max" and self._read(path, "memory.high") != "max"
+                self._read(path, "memory.high") != "max" and self._read(path, "memory.max") != "max"
             )
         except CgroupNotFound:
             return False
@@ -171,11 +197,17 @@ class V2Driver:
         memory = "max"
         if resources.memory_limit_bytes is not None:
             memory = str(page_round_down(resources.memory_limit_bytes))
-        if self._pause_mode(path) and memory != "max":
-            self._write_if_changed(path, "memory.high", memory)
+        if self._pause_mode(path):
+            high = "max" if memory == "max" else str(pause_threshold(int(memory)))
+            old = self._read(path, "memory.max")
+            if memory == "max" or old == "max" or int(memory) >= int(old):
+                # Growing: the hard limit first, so memory.high never exceeds it.
+                self._write_if_changed(path, "memory.max", memory)
+                self._write_if_changed(path, "memory.high", high)
+            else:
+                self._write_if_changed(path, "memory.high", high)
+                self._write_if_changed(path, "memory.max", memory)
         else:
-            if self._pause_mode(path):  # no limit left to pause at: leave pause mode
-                self._write_if_changed(path, "memory.high", "max")
             self._write_if_changed(path, "memory.max", memory)
         if "pids" in self._controllers:
             pids = "max" if resources.pids_max is None else str(resources.pids_max)
@@ -183,8 +215,7 @@ class V2Driver:
 
     def read(self, path: str) -> CgroupResources:
         quota_s, period_s = self._read(path, "cpu.max").split()
-        limit_file = "memory.high" if self._pause_mode(path) else "memory.max"
-        memory_s = self._read(path, limit_file)
+        memory_s = self._read(path, "memory.max")
         pids_max: int | None = None
         if "pids" in self._controllers:
             raw = self._read(path, "pids.max")
@@ -246,40 +277,38 @@ class V2Driver:
         """``memory.events``: ``low``, ``high``, ``max``, ``oom``, ``oom_kill`` counters."""
         return parse_flat_keyed(self._read(path, "memory.events"))
 
+    def events_file(self, path: str) -> str:
+        """The absolute path of ``memory.events`` (what the agent watches with inotify)."""
+        return self._file(path, "memory.events")
+
     def set_oom_kill_disable(self, path: str, disabled: bool) -> None:
-        """Move the limit between ``memory.max`` (kill) and ``memory.high`` (throttle + the
-        agent freezes); see the module docstring."""
-        paused = self._pause_mode(path)
-        if disabled and not paused:
+        """Pause mode on: ``memory.high`` just under ``memory.max`` (nothing to do without a
+        limit); off: ``memory.high`` lifted. See the module docstring."""
+        if disabled:
             limit = self._read(path, "memory.max")
             if limit == "max":
-                return  # no limit: nothing to pause at; update() will not set one either
+                return  # no limit: nothing to pause at
             if not self._pause_logged:
                 log.info("%s", OOM_PAUSE_MECHANISM)
                 self._pause_logged = True
-            self._write(path, "memory.high", limit)
-            self._write(path, "memory.max", "max")
-        elif not disabled and paused:
-            limit = self._read(path, "memory.high")
-            # Setting memory.max below usage makes the kernel reclaim, then OOM-kill: that is
-            # what "OOM kill enabled" means.
-            self._write(path, "memory.max", limit)
-            self._write(path, "memory.high", "max")
+            self._write_if_changed(path, "memory.high", str(pause_threshold(int(limit))))
+        else:
+            self._write_if_changed(path, "memory.high", "max")
 
     def under_oom(self, path: str) -> bool:
-        """In pause mode: usage has reached ``memory.high`` (the agent then freezes)."""
-        if not self._pause_mode(path):
-            return False
-        return int(self._read(path, "memory.current")) >= int(self._read(path, "memory.high"))
+        """In pause mode, and frozen (the agent freezes a cgroup whose usage reached
+        ``memory.high``; nothing else freezes a pod's cgroup while it runs)."""
+        return self._pause_mode(path) and self.frozen(path)
 
     def oom_kill_count(self, path: str) -> int:
         return self.memory_events(path).get("oom_kill", 0)
 
     def open_oom_notifier(self, path: str) -> int:
         """An fd on ``memory.events``. v2 notifies a change of that file with POLLPRI (and
-        POLLERR): wait with ``select.poll`` registered for ``POLLPRI``, or epoll with
-        ``EPOLLPRI``, then re-read :meth:`memory_events` (``oom``, ``oom_kill``, ``high``).
-        Plain ``loop.add_reader`` is not suitable: the file always polls readable."""
+        POLLERR) and with an inotify ``IN_MODIFY`` event; the node agent uses the latter
+        (:mod:`inplace.node.inotify`, :meth:`events_file`), one inotify instance for all its
+        cgroups. Plain ``loop.add_reader`` on this fd is not suitable: it always polls
+        readable."""
         f = self._file(path, "memory.events")
         try:
             return os.open(f, os.O_RDONLY | os.O_CLOEXEC)
@@ -293,3 +322,11 @@ class V2Driver:
 
     def thaw(self, path: str) -> None:
         self._write(path, "cgroup.freeze", "0")
+
+    def frozen(self, path: str) -> bool:
+        """Whether ``cgroup.freeze`` asks for the cgroup to be frozen (the kernel reports
+        the moment every task is parked as ``frozen 1`` in ``cgroup.events``)."""
+        try:
+            return self._read(path, "cgroup.freeze") == "1"
+        except CgroupNotFound:
+            return False

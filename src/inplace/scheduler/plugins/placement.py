@@ -10,12 +10,18 @@ these failures can be cured by preemption (``resolvable = False``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
 
-from inplace.api.nodeaffinity import match_node_selector_terms
+from inplace.api.placement import (
+    UNSCHEDULABLE_TAINT,
+    affinity_matches,
+    match_node_selector_terms,
+    tolerates,
+    untolerated_taint,
+)
 
 from ..cache import NodeCache
 from ..framework import CycleState, Indices, Mask, PodInfo, Status, explain_per_node
@@ -29,7 +35,6 @@ __all__ = [
     "tolerates",
 ]
 
-UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 REASON_NODE_NAME: Final = "node(s) didn't match the requested node name"
 REASON_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
 REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
@@ -58,33 +63,6 @@ class _MaskCache:
 # -- tolerations -----------------------------------------------------------------------------
 
 
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """upstream ``Toleration.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
-def _untolerated(
-    taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]]
-) -> Mapping[str, Any] | None:
-    for taint in taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(tolerates(t, taint) for t in tolerations):
-            return taint
-    return None
-
-
 class TaintToleration:
     """Filter: every NoSchedule/NoExecute taint of the node is tolerated."""
 
@@ -102,13 +80,13 @@ class TaintToleration:
         if mask is None:
             mask = ~cache.tainted
             for slot in np.flatnonzero(cache.tainted):
-                if _untolerated(cache.taints[slot], pod.tolerations) is None:
+                if untolerated_taint(cache.taints[slot], pod.tolerations) is None:
                     mask[slot] = True
             self._masks.put(cache, signature, mask)
         return mask
 
     def filter(self, state: CycleState, pod: PodInfo, cache: NodeCache, node: int) -> Status:
-        taint = _untolerated(cache.taints[node], pod.tolerations)
+        taint = untolerated_taint(cache.taints[node], pod.tolerations)
         if taint is None:
             return Status.success()
         text = f"{{{taint.get('key', '')}: {taint.get('value', '')}}}"
@@ -183,12 +161,7 @@ class NodeName:
 
 
 def _affinity_ok(pod: PodInfo, labels: Mapping[str, str], node_name: str) -> bool:
-    for key, value in pod.node_selector.items():
-        if labels.get(key) != value:
-            return False
-    if pod.required_affinity is not None:
-        return match_node_selector_terms(pod.required_affinity, labels, node_name)
-    return True
+    return affinity_matches(pod.node_selector, pod.required_affinity, labels, node_name)
 
 
 class NodeAffinity:

@@ -1,8 +1,10 @@
 """NodeResourcesFit (filter) and the resource scoring strategies.
 
-The fit check is a pure function, :func:`fit_reasons`, returning structured reasons
-(:class:`Insufficient`, printed ``Insufficient memory: requested 2Gi, free 1Gi``); the vector
-filter computes the same answer for every node at once from the cache's arrays. Room held
+The fit check is a pure function, :func:`~inplace.api.placement.fit_reasons` (shared with the
+rescue controller through ``api``), returning structured reasons
+(:class:`~inplace.api.placement.Insufficient`, printed ``Insufficient memory: requested 2Gi,
+free 1Gi``); the vector filter computes the same answer for every node at once from the
+cache's arrays. Room held
 for nominated pods of at least the pod's priority counts as taken, as upstream's
 ``addNominatedPods`` does.
 
@@ -18,12 +20,11 @@ for a pod that requests nothing (100m cpu, 200MB memory):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-from inplace.api.quantity import Format, Quantity
+from inplace.api.placement import Insufficient, fit_reasons, format_cpu, format_memory
 
 from ..cache import Ints, NodeCache
 from ..framework import CycleState, Floats, Indices, Mask, PodInfo, Status
@@ -41,53 +42,6 @@ __all__ = [
 
 DEFAULT_MILLI_CPU: Final = 100
 DEFAULT_MEMORY: Final = 200 * 1024 * 1024
-
-
-def format_cpu(milli: int) -> str:
-    return str(Quantity.from_milli(milli))
-
-
-def format_memory(value: int) -> str:
-    return str(Quantity.from_int(value, Format.BINARY_SI))
-
-
-@dataclass(frozen=True, slots=True)
-class Insufficient:
-    """One resource a node lacks: ``resource`` is ``cpu``, ``memory`` or ``pods``."""
-
-    resource: str
-    requested: int
-    free: int
-
-    @property
-    def short(self) -> str:
-        """Upstream's reason text, counted in ``FailedScheduling`` messages."""
-        return "Too many pods" if self.resource == "pods" else f"Insufficient {self.resource}"
-
-    def __str__(self) -> str:
-        if self.resource == "cpu":
-            req, free = format_cpu(self.requested), format_cpu(max(self.free, 0))
-        elif self.resource == "memory":
-            req, free = format_memory(self.requested), format_memory(max(self.free, 0))
-        else:
-            req, free = str(self.requested), str(max(self.free, 0))
-        return f"{self.short}: requested {req}, free {free}"
-
-
-def fit_reasons(
-    cpu: int, memory: int, free_cpu: int, free_memory: int, free_pods: int = 1, *, pods: int = 1
-) -> list[Insufficient]:
-    """Why a request of ``cpu`` millicores and ``memory`` bytes (and ``pods`` pod slots) does
-    not fit the free room given; empty when it fits. A zero request always fits, and a
-    negative one (a shrinking resize) too."""
-    out: list[Insufficient] = []
-    if pods > 0 and pods > free_pods:
-        out.append(Insufficient("pods", pods, free_pods))
-    if cpu > 0 and cpu > free_cpu:
-        out.append(Insufficient("cpu", cpu, free_cpu))
-    if memory > 0 and memory > free_memory:
-        out.append(Insufficient("memory", memory, free_memory))
-    return out
 
 
 def _free(state: CycleState, pod: PodInfo, cache: NodeCache) -> tuple[Ints, Ints, Ints]:
