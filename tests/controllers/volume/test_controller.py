@@ -191,3 +191,25 @@ async def test_a_claim_in_use_waits_for_its_pod(harness: Harness, tmp_path: Path
     await await_until(
         lambda: not (tmp_path / pvc["spec"]["volumeName"]).exists(), what="directory removed"
     )
+
+
+async def test_a_claim_without_class_gets_the_default_once_there_is_one(
+    harness: Harness, tmp_path: Path
+) -> None:
+    client = harness.client
+    await harness.start(CONTROLLERS, local_path_root=str(tmp_path))
+    # The API server's own default class would be taken at admission: not there yet.
+    if await get(client, STORAGECLASSES, "local-path") is not None:
+        await client.delete(STORAGECLASSES, "local-path")
+    body = claim("data", "x")
+    del body["spec"]["storageClassName"]
+    await client.create(PERSISTENTVOLUMECLAIMS, body)
+    assert (
+        "storageClassName"
+        not in (await client.get(PERSISTENTVOLUMECLAIMS, "data", namespace="default"))["spec"]
+    )
+    chosen = storage_class("chosen")
+    chosen["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    await client.create(STORAGECLASSES, chosen)
+    pvc = await await_until(lambda: bound_claim(client, "data"), what="data Bound")
+    assert pvc["spec"]["storageClassName"] == "chosen"

@@ -38,8 +38,11 @@ from inplace.api.storage import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     BETA_ANN_STORAGE_PROVISIONER,
+    BETA_STORAGE_CLASS_ANNOTATION,
     LOCAL_PATH_PROVISIONER,
     claim_class,
+    default_class,
+    is_default_class,
 )
 from inplace.client import (
     NODES,
@@ -146,6 +149,10 @@ class PersistentVolumeController(QueueController):
 
     def _class_changed(self, storage_class: Obj) -> None:
         self._enqueue_unbound((storage_class.get("metadata") or {}).get("name"))
+        if is_default_class(storage_class):
+            for claim in self.claims.list():
+                if _without_class(claim):
+                    self.enqueue(_CLAIM + key_of(claim))
 
     def _enqueue_unbound(self, name: object) -> None:
         """Every claim of class ``name`` not bound yet."""
@@ -174,6 +181,17 @@ class PersistentVolumeController(QueueController):
         claim = self.claims.get(key)
         if claim is None:
             return
+        if _without_class(claim):
+            default = default_class(self.classes.list())
+            if default is not None:
+                # Upstream's retroactive default StorageClass assignment (GA in v1.28): a
+                # claim created while there was no default gets the one there is now.
+                spec = {
+                    **(claim.get("spec") or {}),
+                    "storageClassName": default["metadata"]["name"],
+                }
+                await self.client.update(PERSISTENTVOLUMECLAIMS, {**claim, "spec": spec})
+                return  # its update event brings it back
         class_name = claim_class(claim)
         storage_class = self.classes.get(class_name) if class_name else None
         annotations = (claim.get("metadata") or {}).get("annotations") or {}
@@ -420,6 +438,18 @@ class PersistentVolumeController(QueueController):
             str(meta.get("name")),
             preconditions={"uid": str(meta.get("uid") or "")},
         )
+
+
+def _without_class(claim: Mapping[str, Any]) -> bool:
+    """A claim that names no class at all (not even ``""``) and is not bound."""
+    spec = claim.get("spec") or {}
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return (
+        spec.get("storageClassName") is None
+        and BETA_STORAGE_CLASS_ANNOTATION not in annotations
+        and not spec.get("volumeName")
+        and not (claim.get("metadata") or {}).get("deletionTimestamp")
+    )
 
 
 def _inside(path: Path, root: Path) -> bool:
