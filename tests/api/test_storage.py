@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from inplace.api.lifecycle import admit_persistent_volume, admit_persistent_volume_claim
+from inplace.api.lifecycle import (
+    admit_persistent_volume,
+    admit_persistent_volume_claim,
+    admit_persistent_volume_claim_resize,
+)
 from inplace.api.storage import (
     access_modes_text,
     binding_mode,
@@ -17,6 +21,7 @@ from inplace.api.storage import (
     storage_bytes,
     volume_allows_node,
 )
+from inplace.api.strategy import Rejected
 
 
 def sc(
@@ -145,3 +150,53 @@ def test_volume_allows_node() -> None:
     assert volume_allows_node(pinned, "n1", {"zone": "a"})
     assert not volume_allows_node(pinned, "n1", {"zone": "b"})
     assert volume_allows_node(pinned, "n9", {})
+
+
+class OneClass(Classes):
+    def get(
+        self, group: str, kind: str, name: str, namespace: str | None = None
+    ) -> Mapping[str, Any] | None:
+        return next((c for c in self.classes if c["metadata"]["name"] == name), None)
+
+
+def sized(size: str, phase: str = "Bound", cls: str = "grow") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "data"},
+        "spec": {"storageClassName": cls, "resources": {"requests": {"storage": size}}},
+        "status": {"phase": phase},
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refusal"),
+    [
+        (sized("1Gi"), sized("1Gi"), None),
+        (sized("1Gi"), sized("1024Mi"), None),
+        (sized("1Gi"), sized("512Mi"), None),  # shrinking is validation's to refuse (422)
+        (sized("1Gi"), sized("2Gi"), None),
+        (
+            sized("1Gi", "Pending"),
+            sized("2Gi"),
+            "Only bound persistent volume claims can be expanded",
+        ),
+        (
+            sized("1Gi", cls="fixed"),
+            sized("2Gi", cls="fixed"),
+            "only dynamically provisioned pvc can be resized and the storageclass that "
+            "provisions the pvc must support resize",
+        ),
+        (sized("1Gi", cls="gone"), sized("2Gi", cls="gone"), "only dynamically provisioned"),
+    ],
+)
+def test_resize_admission(old: dict[str, Any], new: dict[str, Any], refusal: str | None) -> None:
+    classes = OneClass(
+        {"metadata": {"name": "grow"}, "allowVolumeExpansion": True},
+        {"metadata": {"name": "fixed"}},
+    )
+    if refusal is None:
+        admit_persistent_volume_claim_resize(new, old, classes)
+        return
+    with pytest.raises(Rejected) as info:
+        admit_persistent_volume_claim_resize(new, old, classes)
+    assert info.value.code == 403
+    assert info.value.message.startswith('persistentvolumeclaims "data" is forbidden: ' + refusal)

@@ -219,6 +219,18 @@ def test_retain_keeps_the_directory_and_releases_the_volume(storage_cluster: Clu
     directory = volume_dir(cluster, volume_name)
     assert directory.is_dir()
     (directory / "keep-me").write_text("still here")
+    # Its class does not allow expansion: growing the request is refused (403), as upstream.
+    grown = cluster.kubectl(
+        "patch",
+        "pvc",
+        "kept",
+        "--type=merge",
+        "-p",
+        '{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}',
+        check=False,
+    )
+    assert grown.returncode != 0
+    assert "the storageclass that provisions the pvc must support resize" in grown.stderr
     cluster.kubectl("delete", "pvc", "kept", "--wait=true", "--timeout=60s", timeout=70)
 
     def released() -> dict[str, Any] | None:

@@ -233,6 +233,7 @@ KINDS: tuple[Kind, ...] = (
         strategy=Strategy(
             defaults=defaults.default_persistent_volume_claim,
             admit=lifecycle.admit_persistent_volume_claim,
+            admit_update=lifecycle.admit_persistent_volume_claim_resize,
             validate=storage_rules.validate_persistent_volume_claim,
             validate_update=storage_rules.validate_persistent_volume_claim_update,
             table=tables.PERSISTENT_VOLUME_CLAIM_TABLE,
