@@ -169,6 +169,13 @@ EXTERNAL = {"metadata": {"name": "local-path"}, "provisioner": "example.com/nas"
         (claim(modes=("ReadWriteMany",)), [], IMMEDIATE, ("wait", "", "ProvisioningFailed")),
         # A bound claim: finish the binding, or notice the volume is gone.
         (claim(volume="pv1"), [volume("pv1")], IMMEDIATE, ("bind", "pv1", "")),
+        # The user named a volume too small for the claim.
+        (
+            claim(volume="pv1", size="2Gi"),
+            [volume("pv1")],
+            IMMEDIATE,
+            ("wait", "", "VolumeMismatch"),
+        ),
         (claim(volume="pv1", phase="Bound"), [], IMMEDIATE, ("lost", "", "ClaimLost")),
         (claim(volume="pv1"), [], IMMEDIATE, ("wait", "", "")),
         (

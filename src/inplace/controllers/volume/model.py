@@ -190,6 +190,15 @@ def decide_claim(
                 message="Two claims are bound to the same volume, this one is bound incorrectly",
                 event_type="Warning",
             )
+        if not isinstance(ref, Mapping) and not _fits(volume, claim, "", {}):
+            # The user named a volume that cannot serve the claim (upstream's check).
+            return ClaimDecision(
+                "wait",
+                reason="VolumeMismatch",
+                message=f'Cannot bind to requested volume "{volume_name}": it does not '
+                "satisfy the claim's storage class, access modes, size or selector",
+                event_type="Warning",
+            )
         return ClaimDecision("bind", volume=volume_name)
     class_name = claim_class(claim)
     node = str((_meta(claim).get("annotations") or {}).get(ANN_SELECTED_NODE) or "")
