@@ -7,8 +7,9 @@ a claim of a class whose provisioner is ``rancher.io/local-path`` gets a volume
 ``pvc-<claim uid>`` backed by the directory ``<root>/pvc-<claim uid>`` (``hostPath``,
 ``DirectoryOrCreate``, mode 0777 as k3s makes it). For ``WaitForFirstConsumer`` the volume is
 made once the scheduler has annotated the claim with the node its first pod goes to, and the
-volume records that node in its ``nodeAffinity`` as k3s does (the node agents of one host
-share the directory, but a volume belongs to the node it was provisioned for).
+volume records that node in its ``nodeAffinity`` as k3s does (``kubernetes.io/hostname In
+[<node>]``: node agents register that label with their node's name). The node agents of one
+host share the directory, but a volume belongs to the node it was provisioned for.
 
 The directory is made and removed here, by this process, because the controller manager
 runs on the host whose data dir holds it (``--default-local-storage-path``, k3s's flag name;
@@ -35,7 +36,6 @@ from inplace.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
-    ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     BETA_ANN_STORAGE_PROVISIONER,
     BETA_STORAGE_CLASS_ANNOTATION,
@@ -45,14 +45,12 @@ from inplace.api.storage import (
     is_default_class,
 )
 from inplace.client import (
-    NODES,
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     STORAGECLASSES,
     APIAlreadyExistsError,
     APINotFoundError,
     key_of,
-    split_key,
 )
 
 from ..base import Context, QueueController
@@ -98,7 +96,6 @@ class PersistentVolumeController(QueueController):
         self.claims = ctx.informer(PERSISTENTVOLUMECLAIMS)
         self.volumes = ctx.informer(PERSISTENTVOLUMES)
         self.classes = ctx.informer(STORAGECLASSES)
-        self.nodes = ctx.informer(NODES)
         self.claims.add_handler(
             self._claim_changed, lambda old, new: self._claim_changed(new), self._claim_deleted
         )
@@ -171,12 +168,6 @@ class PersistentVolumeController(QueueController):
             await self._remove_directory(key[len(_DIRECTORY) :])
         return None
 
-    def _node_labels(self, node: str) -> dict[str, str]:
-        obj = self.nodes.get(node) if node else None
-        if obj is None:
-            return {_HOSTNAME_LABEL: node} if node else {}
-        return dict((obj.get("metadata") or {}).get("labels") or {})
-
     async def _sync_claim(self, key: str) -> None:
         claim = self.claims.get(key)
         if claim is None:
@@ -194,14 +185,11 @@ class PersistentVolumeController(QueueController):
                 return  # its update event brings it back
         class_name = claim_class(claim)
         storage_class = self.classes.get(class_name) if class_name else None
-        annotations = (claim.get("metadata") or {}).get("annotations") or {}
-        node = str(annotations.get(ANN_SELECTED_NODE) or "")
         decision = decide_claim(
             claim,
             self.volumes.list(),
             storage_class,
             provisioner=self.provisioner,
-            node_labels=self._node_labels(node),
         )
         if decision.step == "bind":
             volume = self.volumes.get(decision.volume)
@@ -231,17 +219,14 @@ class PersistentVolumeController(QueueController):
         annotations = (claim.get("metadata") or {}).get("annotations") or {}
         if annotations.get(ANN_STORAGE_PROVISIONER) == provisioner:
             return claim
-        body = {
-            "metadata": {
-                "annotations": {
-                    ANN_STORAGE_PROVISIONER: provisioner,
-                    BETA_ANN_STORAGE_PROVISIONER: provisioner,
-                },
-                "resourceVersion": (claim.get("metadata") or {}).get("resourceVersion"),
-            }
+        meta = dict(claim.get("metadata") or {})
+        meta["annotations"] = {
+            **annotations,
+            ANN_STORAGE_PROVISIONER: provisioner,
+            BETA_ANN_STORAGE_PROVISIONER: provisioner,
         }
-        namespace, name = split_key(key_of(claim))
-        return await self.client.patch(PERSISTENTVOLUMECLAIMS, name, body, namespace=namespace)
+        # An update (compare-and-swap), not a patch: upstream's binder role has no patch.
+        return await self.client.update(PERSISTENTVOLUMECLAIMS, {**claim, "metadata": meta})
 
     async def _claim_lost(self, claim: Obj, decision: ClaimDecision) -> None:
         if (claim.get("status") or {}).get("phase") != "Lost":
@@ -344,13 +329,12 @@ class PersistentVolumeController(QueueController):
             },
         }
         if node:
-            hostname = self._node_labels(node).get(_HOSTNAME_LABEL, node)
             spec["nodeAffinity"] = {
                 "required": {
                     "nodeSelectorTerms": [
                         {
                             "matchExpressions": [
-                                {"key": _HOSTNAME_LABEL, "operator": "In", "values": [hostname]}
+                                {"key": _HOSTNAME_LABEL, "operator": "In", "values": [node]}
                             ]
                         }
                     ]
