@@ -55,6 +55,29 @@ ROOTS = [
     ("scheduling.k8s.io/v1", "PriorityClass", "scheduling.v1.PriorityClass"),
     ("coordination.k8s.io/v1", "Lease", "coordination.v1.Lease"),
     ("meta.k8s.io/v1", "DeleteOptions", "meta.v1.DeleteOptions"),
+    ("rbac.authorization.k8s.io/v1", "Role", "rbac.v1.Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "rbac.v1.ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rbac.v1.RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "rbac.v1.ClusterRoleBinding"),
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        "authorization.v1.SelfSubjectAccessReview",
+    ),
+    ("authorization.k8s.io/v1", "SubjectAccessReview", "authorization.v1.SubjectAccessReview"),
+    (
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+        "authorization.v1.LocalSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        "authorization.v1.SelfSubjectRulesReview",
+    ),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", "authentication.v1.SelfSubjectReview"),
+    ("authentication.k8s.io/v1", "TokenRequest", "authentication.v1.TokenRequest"),
+    ("authentication.k8s.io/v1", "TokenReview", "authentication.v1.TokenReview"),
 ]
 
 #: Messages decoded by hand in inplace.api.protobuf (their fields are not needed).
@@ -66,6 +89,8 @@ SPECIAL = {
     "runtime.RawExtension",
     "resource.Quantity",
     "intstr.IntOrString",
+    "authentication.v1.ExtraValue",
+    "authorization.v1.ExtraValue",
 }
 
 _PREFIXES = (

@@ -28,16 +28,20 @@ async def test_health_and_metrics(apiserver: InProcessServer) -> None:
         assert "apiserver_request_duration_seconds_bucket" in text
 
 
-async def test_a_missing_or_unknown_token_is_401_and_health_needs_none(
+async def test_an_unknown_token_is_401_no_token_anonymous_and_health_needs_none(
     apiserver: InProcessServer,
 ) -> None:
     _, session = await make_api(apiserver)
     async with session:
-        for headers in ({}, {"Authorization": "Bearer not-a-token"}):
-            async with session.get(apiserver.url + PODS, headers=headers) as response:
-                assert response.status == 401
-                body = await response.json()
-            assert body["kind"] == "Status" and body["reason"] == "Unauthorized"
+        bad = {"Authorization": "Bearer not-a-token"}
+        async with session.get(apiserver.url + PODS, headers=bad) as response:
+            assert response.status == 401
+            body = await response.json()
+        assert body["kind"] == "Status" and body["reason"] == "Unauthorized"
+        async with session.get(apiserver.url + PODS) as response:
+            assert response.status == 403  # system:anonymous may read no pods
+            body = await response.json()
+        assert 'User "system:anonymous" cannot list resource "pods"' in body["message"]
         async with session.get(apiserver.url + "/healthz") as response:
             assert response.status == 200
 

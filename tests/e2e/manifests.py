@@ -198,4 +198,35 @@ source: {component: e2e}
 firstTimestamp: "2026-01-01T00:00:00Z"
 lastTimestamp: "2026-01-01T00:00:00Z"
 count: 1
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: tour-reader}
+rules:
+- apiGroups: [""]
+  resources: [pods, pods/log]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: tour-readers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tour-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: tour-auditors}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: lease-holder, namespace: tour}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [holder]
+  verbs: [get, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lease-holders, namespace: tour}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease-holder}
+subjects:
+- {kind: ServiceAccount, name: holder, namespace: tour}
 """

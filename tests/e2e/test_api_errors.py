@@ -83,11 +83,18 @@ def raw(cluster: Cluster) -> Raw:
     return api
 
 
-def test_no_token_is_401(raw: Raw) -> None:
+def test_no_token_is_anonymous_and_a_bad_token_is_401(raw: Raw) -> None:
+    """As upstream with `--anonymous-auth`: no credentials is system:anonymous, whom RBAC lets
+    read health and version only; credentials nobody accepts are a 401."""
     status, body = raw.call("GET", "/api/v1/namespaces/default/pods", token=None)
-    assert status == 401 and body["kind"] == "Status" and body["reason"] == "Unauthorized"
-    status, _ = raw.call("GET", "/api/v1/namespaces/default/pods", token="not-a-token")
-    assert status == 401
+    assert status == 403 and body["kind"] == "Status" and body["reason"] == "Forbidden"
+    assert body["message"] == (
+        'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" '
+        'in the namespace "default"'
+    )
+    assert raw.call("GET", "/version", token=None)[0] == 200
+    status, body = raw.call("GET", "/api/v1/namespaces/default/pods", token="not-a-token")
+    assert status == 401 and body["reason"] == "Unauthorized"
 
 
 def test_version_with_a_trailing_slash_needs_no_token(raw: Raw) -> None:

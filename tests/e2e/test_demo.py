@@ -42,6 +42,7 @@ def test_readme_says_demo() -> None:
     assert "inplace demo" in readme_run_command()
 
 
+@pytest.mark.timeout(1500)  # a hang guard: under load the install alone can take minutes
 def test_the_demo_from_a_fresh_virtual_environment(tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests and is not on PATH")

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from inplace.api.quantity import Format, Quantity
-from inplace.node.env import EnvError, PodAddresses, container_env, expand
+from inplace.node.env import (
+    EnvError,
+    PodAddresses,
+    api_server_env,
+    container_env,
+    expand,
+    kubernetes_service_env,
+)
 
 
 class Objects:
@@ -230,6 +237,37 @@ async def test_lenient_skips_what_does_not_resolve() -> None:
     )
     assert env["A"] == "1" and "B" not in env
     assert env["HOSTNAME"] == "web" and env["PATH"].startswith("/usr/local/sbin")
+
+
+async def test_the_kubernetes_service_variables_name_the_api_server_under_the_containers() -> None:
+    services = api_server_env("https://127.0.0.1:6443")
+    assert services == kubernetes_service_env("127.0.0.1", 6443)
+    assert services == {
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "6443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "6443",
+        "KUBERNETES_PORT": "tcp://127.0.0.1:6443",
+        "KUBERNETES_PORT_6443_TCP": "tcp://127.0.0.1:6443",
+        "KUBERNETES_PORT_6443_TCP_PROTO": "tcp",
+        "KUBERNETES_PORT_6443_TCP_PORT": "6443",
+        "KUBERNETES_PORT_6443_TCP_ADDR": "127.0.0.1",
+    }
+    c = container(
+        env=[
+            {"name": "KUBERNETES_SERVICE_PORT", "value": "1"},
+            {
+                "name": "URL",
+                "value": "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)",
+            },
+        ]
+    )
+    env = await container_env(
+        pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE, service_env=services
+    )
+    assert env["KUBERNETES_SERVICE_PORT"] == "1"
+    assert env["URL"] == "https://127.0.0.1:1"
+    assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert api_server_env("https://[::1]:6443")["KUBERNETES_PORT"] == "tcp://[::1]:6443"
 
 
 async def test_hostname_is_spec_hostname_when_set() -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "default_pod",
     "default_priority_class",
     "default_replica_set",
+    "default_role_binding",
     "default_secret",
     "default_service",
     "image_pull_policy",
@@ -511,6 +512,20 @@ def default_node(obj: dict[str, Any], on_create: bool) -> None:
         status["allocatable"] = dict(capacity)
     _round_resource_list(status.get("capacity"))
     _round_resource_list(status.get("allocatable"))
+
+
+_RBAC_GROUP: Final = "rbac.authorization.k8s.io"
+
+
+def default_role_binding(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_RoleBinding`` / ``SetDefaults_ClusterRoleBinding`` and
+    ``SetDefaults_Subject``: the roleRef's group is RBAC's, and so is a User's or Group's."""
+    ref = _existing_dict(obj, "roleRef")
+    if ref is not None:
+        _setdefault(ref, "apiGroup", _RBAC_GROUP)
+    for subject in _dicts(obj, "subjects"):
+        if subject.get("kind") in ("User", "Group"):
+            _setdefault(subject, "apiGroup", _RBAC_GROUP)
 
 
 # -- configuration and services ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from inplace.api import defaults, lifecycle, selectors, services, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate
-from inplace.api.validation import autoscaling, cluster, config, pods, resize, workloads
+from inplace.api.validation import autoscaling, cluster, config, pods, rbac, resize, workloads
 from inplace.api.validation import services as service_rules
 from inplace.api.validation import storage as storage_rules
 
@@ -78,6 +78,9 @@ class Kind:
 
 
 _READ_ONLY = ("get", "list")
+#: Reviews are created and answered, never stored (authorization.k8s.io, authentication.k8s.io).
+_CREATE_ONLY = ("create",)
+_REVIEW = Strategy(bumps_generation=False)
 
 _POD = Strategy(
     defaults=defaults.default_pod,
@@ -195,6 +198,7 @@ KINDS: tuple[Kind, ...] = (
         "serviceaccounts",
         True,
         ("sa",),
+        ("token",),
         model="V1ServiceAccount",
         strategy=Strategy(
             validate=config.validate_service_account,
@@ -421,6 +425,126 @@ KINDS: tuple[Kind, ...] = (
         True,
         ("vpacheckpoint",),
         strategy=Strategy(validate=autoscaling.validate_vpa_checkpoint),
+    ),
+    Kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        False,
+        model="V1ClusterRole",
+        strategy=Strategy(
+            validate=rbac.validate_cluster_role,
+            table=tables.CLUSTER_ROLE_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        False,
+        model="V1ClusterRoleBinding",
+        strategy=Strategy(
+            defaults=defaults.default_role_binding,
+            validate=rbac.validate_cluster_role_binding,
+            validate_update=rbac.validate_cluster_role_binding_update,
+            table=tables.CLUSTER_ROLE_BINDING_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        True,
+        model="V1Role",
+        strategy=Strategy(
+            validate=rbac.validate_role, table=tables.ROLE_TABLE, bumps_generation=False
+        ),
+    ),
+    Kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        True,
+        model="V1RoleBinding",
+        strategy=Strategy(
+            defaults=defaults.default_role_binding,
+            validate=rbac.validate_role_binding,
+            validate_update=rbac.validate_role_binding_update,
+            table=tables.ROLE_BINDING_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1SelfSubjectAccessReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1SubjectAccessReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        True,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1LocalSubjectAccessReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1SelfSubjectRulesReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1TokenReview",
+        strategy=_REVIEW,
+    ),
+    Kind(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        False,
+        stored=False,
+        verbs=_CREATE_ONLY,
+        model="V1SelfSubjectReview",
+        strategy=_REVIEW,
     ),
     Kind(
         "metrics.k8s.io",

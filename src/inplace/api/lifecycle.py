@@ -24,6 +24,7 @@ from inplace.api.storage import (
 )
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
 from inplace.api.timestamps import rfc3339
+from inplace.api.token_volume import mount_service_account_token, should_automount
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -56,8 +57,10 @@ def admit_pod(pod: dict[str, Any], objects: ObjectReader) -> None:
 def admit_pod_service_account(pod: dict[str, Any], objects: ObjectReader) -> None:
     """Upstream's ``ServiceAccount`` admission plugin: a pod runs as the ``default``
     ServiceAccount unless it names one, and the one it runs as must exist (the API server
-    creates ``default`` with each namespace). Mirror pods are left alone. Mounting the
-    account's token is not this step's business here."""
+    creates ``default`` with each namespace); unless told not to, the pod mounts the account's
+    credentials (the ``kube-api-access-*`` volume, :mod:`inplace.api.token_volume`), and
+    without image pull secrets of its own it takes the account's. Mirror pods are left
+    alone."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations")
     if isinstance(annotations, Mapping) and _MIRROR_POD_ANNOTATION in annotations:
@@ -71,12 +74,18 @@ def admit_pod_service_account(pod: dict[str, Any], objects: ObjectReader) -> Non
     spec["serviceAccountName"] = name
     spec["serviceAccount"] = name
     namespace = meta.get("namespace") or "default"
-    if objects.get(*_SERVICE_ACCOUNT, name, namespace) is None:
+    account = objects.get(*_SERVICE_ACCOUNT, name, namespace)
+    if account is None:
         raise Rejected(
             403,
             f'pods "{meta.get("name", "")}" is forbidden: error looking up service account '
             f'{namespace}/{name}: serviceaccount "{name}" not found',
         )
+    if should_automount(pod, account):
+        mount_service_account_token(pod)
+    pull_secrets = account.get("imagePullSecrets")
+    if not spec.get("imagePullSecrets") and isinstance(pull_secrets, list) and pull_secrets:
+        spec["imagePullSecrets"] = copy_json(pull_secrets)
 
 
 def admit_pod_priority(pod: dict[str, Any], objects: ObjectReader) -> None:

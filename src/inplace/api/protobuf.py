@@ -32,10 +32,10 @@ in the same binary. Each message is a list of fields ``[number, json name, type,
 The special messages print as their Go types' ``MarshalJSON`` do: ``meta.v1.Time`` as
 RFC 3339 seconds in UTC (``null`` when empty), ``meta.v1.MicroTime`` with microseconds,
 ``meta.v1.Duration`` as Go's ``time.Duration`` string, ``meta.v1.FieldsV1`` and
-``runtime.RawExtension`` as the JSON they carry, ``resource.Quantity`` as its string and
-``intstr.IntOrString`` as an int or a string. ``bytes`` fields are base64; strings that are not
-UTF-8 get U+FFFD, as Go's JSON encoder does. Fields the schema does not know (a newer client)
-are skipped, as protobuf readers do.
+``runtime.RawExtension`` as the JSON they carry, ``resource.Quantity`` as its string,
+``intstr.IntOrString`` as an int or a string and ``ExtraValue`` (a ``[]string``) as a list.
+``bytes`` fields are base64; strings that are not UTF-8 get U+FFFD, as Go's JSON encoder does.
+Fields the schema does not know (a newer client) are skipped, as protobuf readers do.
 """
 
 from __future__ import annotations
@@ -523,7 +523,18 @@ def _int_or_string(data: bytes, path: str, depth: int) -> int | str:
     return number
 
 
+def _extra_value(data: bytes, path: str, depth: int) -> list[str]:
+    """``ExtraValue`` (a user's extra values) is a Go ``[]string``: its items, as a list."""
+    return [
+        _scalar("string", wire, value, f"{path}.items")
+        for number, wire, value in iter_fields(data, path)
+        if number == 1
+    ]
+
+
 _SPECIAL: Final[dict[str, Callable[[bytes, str, int], Any]]] = {
+    "authentication.v1.ExtraValue": _extra_value,
+    "authorization.v1.ExtraValue": _extra_value,
     "meta.v1.Time": _time,
     "meta.v1.MicroTime": _micro_time,
     "meta.v1.Duration": _duration,

@@ -241,6 +241,10 @@ _FIXED_PACKAGES: Final = {
     "V1ScaleSpec": "io.k8s.api.autoscaling.v1.ScaleSpec",
     "V1ScaleStatus": "io.k8s.api.autoscaling.v1.ScaleStatus",
     "V1Eviction": "io.k8s.api.policy.v1.Eviction",
+    "AuthenticationV1TokenRequest": "io.k8s.api.authentication.v1.TokenRequest",
+    "V1TokenRequestSpec": "io.k8s.api.authentication.v1.TokenRequestSpec",
+    "V1TokenRequestStatus": "io.k8s.api.authentication.v1.TokenRequestStatus",
+    "V1BoundObjectReference": "io.k8s.api.authentication.v1.BoundObjectReference",
 }
 #: Core (group "") models that no core kind reaches but other groups embed.
 _CORE_SEEDS: Final = ("V1Binding", "V1PodTemplateSpec")

@@ -8,11 +8,13 @@ upstream's Status answers, and retries when another writer wins the compare-and-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from inplace.api.fieldmanager import FieldManager, field_manager
 from inplace.api.kinds import Kind
 from inplace.api.managedfields import ApplyConflict, ApplyRefused
+from inplace.apiserver.auth import User
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import _RETRY_SECONDS, REST, WriteResult, _parse_rv, _until
 
@@ -29,8 +31,12 @@ async def server_side_apply(
     dry_run: bool,
     manager: str,
     force: bool,
+    user: User | None = None,
+    authorize_create: Callable[[], None] | None = None,
 ) -> WriteResult:
-    """Apply `body` for `manager`; the object is created when it does not exist yet."""
+    """Apply `body` for `manager` (admitted as `user`'s write); the object is created when
+    it does not exist yet, if `authorize_create` (upstream's check of the verb ``create``
+    for an apply that creates) does not raise."""
     del field_validation  # apply refuses unknown fields whatever it says, as upstream does
     if not isinstance(body, dict):
         raise bad_request(
@@ -45,7 +51,11 @@ async def server_side_apply(
             if exc.code != 404 or subresource is not None:
                 raise
             try:
-                return await _create(rest, kind, namespace, name, body, dry_run, manager, force)
+                if authorize_create is not None:
+                    authorize_create()
+                return await _create(
+                    rest, kind, namespace, name, body, dry_run, manager, force, user
+                )
             except StatusError as exc:
                 if exc.reason == "AlreadyExists":
                     continue  # created meanwhile: apply to it
@@ -69,6 +79,7 @@ async def server_side_apply(
                 subresource=subresource,
                 dry_run=dry_run,
                 strict_revision=True,
+                user=user,
                 managed_fields=True,
             )
         except StatusError as exc:
@@ -87,6 +98,7 @@ async def _create(
     dry_run: bool,
     manager: str,
     force: bool,
+    user: User | None,
 ) -> WriteResult:
     uid = (body.get("metadata") or {}).get("uid")
     if uid:
@@ -103,7 +115,13 @@ async def _create(
         new = dict(manager_of.empty)
     _check_name(new, name, namespace)
     return await rest.create(
-        kind, namespace, new, field_validation="Ignore", dry_run=dry_run, applied=True
+        kind,
+        namespace,
+        new,
+        field_validation="Ignore",
+        dry_run=dry_run,
+        user=user,
+        applied=True,
     )
 
 

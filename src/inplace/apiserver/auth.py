@@ -1,44 +1,146 @@
-"""Who is calling (bearer tokens) and what they may do.
+"""Who is calling: users, the static token file, and the authenticator chain.
 
-Authentication is a static token file, as upstream's `--token-auth-file`: one token per
-component, written into the data dir on first start. Authorization is upstream's shape in
-miniature: the admin and the control-plane components may do anything; a node agent
-(`system:node:<name>`, group `system:nodes`) may read everything but write only its own Node,
-its own Lease, the pods bound to it, and events — as the NodeRestriction admission plugin
-enforces upstream.
+Authentication is upstream's in miniature. A bearer token is looked up in the static token
+file (upstream's ``--token-auth-file``: one token per component and for the admin, written
+into the data dir by ``inplace up``), then offered to the other token authenticators (service
+account tokens); a request with no credentials is ``system:anonymous`` in the group
+``system:unauthenticated`` (upstream's ``--anonymous-auth``, on by default), which RBAC lets
+read only ``/healthz``, ``/livez``, ``/readyz`` and ``/version``. Every authenticated user is
+also in ``system:authenticated``. A bad token is a 401, whatever else the request carries.
+
+What a user may do is decided by :mod:`inplace.apiserver.authz`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import logging
 import os
 import secrets
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Final, Protocol
 
 from inplace.api.annotations import SIMULATED
-from inplace.apiserver.routing import RequestInfo
 
-NODES_GROUP = "system:nodes"
-NODE_PREFIX = "system:node:"
-MASTERS_GROUP = "system:masters"
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ANONYMOUS_USER",
+    "AUTHENTICATED_GROUP",
+    "MASTERS_GROUP",
+    "NODES_GROUP",
+    "NODE_PREFIX",
+    "SERVICE_ACCOUNTS_GROUP",
+    "SERVICE_ACCOUNT_PREFIX",
+    "SIMULATED_LABEL",
+    "SIMULATOR_USER",
+    "UNAUTHENTICATED_GROUP",
+    "AudienceAwareTokenAuthenticator",
+    "Authenticator",
+    "InvalidToken",
+    "TokenAuthenticator",
+    "TokenFile",
+    "TokenReviewResult",
+    "User",
+    "service_account_of",
+    "service_account_user",
+]
+
+NODES_GROUP: Final = "system:nodes"
+NODE_PREFIX: Final = "system:node:"
+MASTERS_GROUP: Final = "system:masters"
+AUTHENTICATED_GROUP: Final = "system:authenticated"
+UNAUTHENTICATED_GROUP: Final = "system:unauthenticated"
+ANONYMOUS_USER: Final = "system:anonymous"
+SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
+SERVICE_ACCOUNTS_GROUP: Final = "system:serviceaccounts"
 #: One identity for the process that serves every simulated node.
-SIMULATOR_USER = "system:node-simulator"
-SIMULATED_LABEL = SIMULATED
+SIMULATOR_USER: Final = "system:node-simulator"
+SIMULATED_LABEL: Final = SIMULATED
 
 
 @dataclass(frozen=True)
 class User:
+    """An authenticated identity (upstream ``user.Info``); `extra` holds (key, values) pairs."""
+
     name: str
     groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     @property
     def node_name(self) -> str | None:
         if NODES_GROUP in self.groups and self.name.startswith(NODE_PREFIX):
             return self.name[len(NODE_PREFIX) :]
         return None
+
+    def with_group(self, group: str) -> User:
+        if group in self.groups:
+            return self
+        return User(self.name, (*self.groups, group), self.uid, self.extra)
+
+
+def service_account_of(username: str) -> tuple[str, str] | None:
+    """``system:serviceaccount:NS:NAME`` → (NS, NAME); anything else → None (upstream
+    ``serviceaccount.SplitUsername``)."""
+    if not username.startswith(SERVICE_ACCOUNT_PREFIX):
+        return None
+    parts = username[len(SERVICE_ACCOUNT_PREFIX) :].split(":")
+    if len(parts) != 2 or not parts[0] or not parts[1]:
+        return None
+    return parts[0], parts[1]
+
+
+def service_account_groups(namespace: str) -> tuple[str, ...]:
+    """Upstream ``MakeGroupNames``: every service account, and those of its namespace."""
+    return (SERVICE_ACCOUNTS_GROUP, f"{SERVICE_ACCOUNTS_GROUP}:{namespace}")
+
+
+def service_account_user(
+    namespace: str,
+    name: str,
+    uid: str = "",
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> User:
+    """The user a service account's token authenticates as."""
+    return User(
+        f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}", service_account_groups(namespace), uid, extra
+    )
+
+
+class InvalidToken(Exception):
+    """A token an authenticator recognises as its own but refuses (expired, revoked): a 401
+    whatever the other authenticators say."""
+
+
+class TokenAuthenticator(Protocol):
+    """One way of recognising a bearer token (upstream ``authenticator.Token``)."""
+
+    def authenticate_token(self, token: str) -> User | None:
+        """The token's user, or None if this authenticator does not recognise it; raises
+        :class:`InvalidToken` for one of its own it refuses."""
+
+
+class AudienceAwareTokenAuthenticator(TokenAuthenticator, Protocol):
+    """One whose tokens name their audiences (service account tokens)."""
+
+    def authenticate_token_for(
+        self, token: str, audiences: Sequence[str]
+    ) -> tuple[User, tuple[str, ...]] | None:
+        """The token's user and the `audiences` it is meant for (at least one, else
+        :class:`InvalidToken`); None for a token that is not its own."""
+
+
+@dataclass(frozen=True)
+class TokenReviewResult:
+    """What a TokenReview answers (upstream ``TokenReviewStatus``)."""
+
+    user: User | None
+    audiences: tuple[str, ...] = ()
+    error: str = ""
 
 
 class TokenFile:
@@ -56,16 +158,20 @@ class TokenFile:
             if len(row) < 2 or row[0].startswith("#"):
                 continue
             groups = tuple(g for g in (row[3].split(",") if len(row) > 3 else []) if g)
-            users[row[0]] = User(row[1], groups)
+            users[row[0]] = User(row[1], groups, row[2] if len(row) > 2 else "")
         self._users = users
 
     def token_for(self, name: str, groups: tuple[str, ...] = ()) -> str:
-        """The token of user `name`, created (and saved) if it has none yet."""
+        """The token of user `name`, created (and saved) if it has none yet; its groups are
+        set to `groups` (a data dir from an older version keeps working, with today's)."""
         for token, user in self._users.items():
             if user.name == name:
+                if user.groups != groups:
+                    self._users[token] = User(name, groups, user.uid)
+                    self._save()
                 return token
         token = secrets.token_urlsafe(32)
-        self._users[token] = User(name, groups)
+        self._users[token] = User(name, groups, name)
         self._save()
         return token
 
@@ -84,7 +190,7 @@ class TokenFile:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         for token, user in self._users.items():
-            writer.writerow([token, user.name, user.name, ",".join(user.groups)])
+            writer.writerow([token, user.name, user.uid or user.name, ",".join(user.groups)])
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -96,67 +202,76 @@ class TokenFile:
         if self.path.exists():
             self._load()
 
-    def authenticate(self, header: str | None) -> User | None:
-        if not header or not header.startswith("Bearer "):
-            return None
-        presented = header[len("Bearer ") :].strip()
-        user = self._users.get(presented)
+    def authenticate_token(self, token: str) -> User | None:
+        user = self._users.get(token)
         if user is None:
             # The file may have been extended by `inplace up` for a new component.
             self.reload()
-            user = self._users.get(presented)
+            user = self._users.get(token)
         return user
 
-
-_READ_VERBS = {"get", "list", "watch"}
-
-
-def authorize(
-    user: User,
-    info: RequestInfo,
-    *,
-    new: dict[str, Any] | None,
-    old: dict[str, Any] | None,
-    is_simulated_node: bool = False,
-) -> str | None:
-    """None if `user` may do the request, else the reason it may not (for the 403 message)."""
-    if MASTERS_GROUP in user.groups or info.verb in _READ_VERBS:
-        return None
-    node = user.node_name
-    simulator = user.name == SIMULATOR_USER
-    if node is None and not simulator:
-        return "no rule grants this"
-    kind = info.kind.kind
-    if kind == "Event":
-        return None
-    if kind == "Node":
-        if simulator:
-            return None if is_simulated_node else "the simulator may only write simulated nodes"
-        return (
-            None
-            if info.name in (node, None) and _name_of(new, info) == node
-            else (f'node "{node}" can only modify its own Node object')
-        )
-    if kind == "Lease":
-        if info.namespace != "kube-node-lease":
-            return "nodes may only write leases in namespace kube-node-lease"
-        if simulator or _name_of(new, info) == node:
+    def authenticate(self, header: str | None) -> User | None:
+        """The user of an ``Authorization: Bearer`` header, or None."""
+        if not header or not header.startswith("Bearer "):
             return None
-        return f'node "{node}" can only modify its own Lease'
-    if kind == "Pod" and info.subresource in (None, "status") and info.verb != "create":
-        bound = (old or {}).get("spec", {}).get("nodeName")
-        if simulator:
-            return None if is_simulated_node else "the simulator may only write simulated pods"
-        if bound == node:
-            return None
-        return f'node "{node}" can only update pods bound to it'
-    return "no rule grants this to a node"
+        return self.authenticate_token(header[len("Bearer ") :].strip())
 
 
-def _name_of(obj: dict[str, Any] | None, info: RequestInfo) -> str | None:
-    if info.name is not None:
-        return info.name
-    if obj is None:
-        return None
-    name = obj.get("metadata", {}).get("name")
-    return name if isinstance(name, str) else None
+class Unauthorized(Exception):
+    """Credentials were presented and none of the authenticators accepted them (401)."""
+
+
+@dataclass
+class Authenticator:
+    """The authenticator chain: bearer tokens, else anonymous (upstream's request
+    authenticator with ``AuthenticatedGroupAdder``)."""
+
+    tokens: list[TokenAuthenticator]
+    anonymous: bool = True
+
+    def authenticate(self, authorization: str | None) -> User:
+        """The request's user; raises :class:`Unauthorized` for credentials nobody accepts,
+        or for none when anonymous requests are off."""
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized
+            for authenticator in self.tokens:
+                try:
+                    user = authenticator.authenticate_token(token.strip())
+                except InvalidToken as exc:
+                    log.info("a token was refused: %s", exc)
+                    raise Unauthorized from None
+                if user is not None:
+                    return user.with_group(AUTHENTICATED_GROUP)
+            raise Unauthorized
+        if not self.anonymous:
+            raise Unauthorized
+        return User(ANONYMOUS_USER, (UNAUTHENTICATED_GROUP,))
+
+    def review(
+        self, token: str, audiences: Sequence[str], api_audiences: Sequence[str]
+    ) -> TokenReviewResult:
+        """A TokenReview of `token` for `audiences` (the API server's, `api_audiences`, when
+        none are asked for). A token that names no audience (the token file's) is good only
+        for audiences the API server has (upstream's audience-agnostic wrapper)."""
+        wanted = tuple(audiences) or tuple(api_audiences)
+        for authenticator in self.tokens:
+            try:
+                if hasattr(authenticator, "authenticate_token_for"):
+                    found = authenticator.authenticate_token_for(token, wanted)
+                    if found is None:
+                        continue
+                    user, granted = found
+                else:
+                    plain = authenticator.authenticate_token(token)
+                    if plain is None:
+                        continue
+                    granted = tuple(a for a in wanted if a in api_audiences)
+                    if not granted:
+                        continue
+                    user = plain
+            except InvalidToken as exc:
+                return TokenReviewResult(None, error=str(exc) or "invalid bearer token")
+            return TokenReviewResult(user.with_group(AUTHENTICATED_GROUP), granted)
+        return TokenReviewResult(None)

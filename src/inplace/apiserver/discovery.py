@@ -105,6 +105,10 @@ def subresource_discovery(kind: Kind, sub: str) -> dict[str, Any]:
         entry.update(kind="Binding", verbs=["create"])
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+    elif sub == "token":
+        entry.update(
+            group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"]
+        )
     elif sub == "log":
         entry["verbs"] = ["get"]
     elif sub == "exec":

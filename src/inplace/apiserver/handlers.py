@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,11 @@ from inplace.api.managedfields import manager_from_user_agent, option_errors
 from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
 from inplace.api.validation.errors import ValidationError
 from inplace.apiserver import subresources
-from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, User, authorize
+from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, User
+from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
+from inplace.apiserver.authz.reviews import AUTHENTICATION_GROUP, REVIEW_KINDS, review
 from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import (
-    StatusError,
-    bad_request,
-    forbidden,
-    method_not_allowed,
-    qualified,
-)
+from inplace.apiserver.errors import StatusError, bad_request, method_not_allowed
 from inplace.apiserver.httputil import (
     INFO,
     PATCH_TYPE,
@@ -47,6 +44,8 @@ from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
 from inplace.apiserver.rest import REST, patch_type_of
 from inplace.apiserver.routing import RequestInfo, resolve
+from inplace.apiserver.serviceaccounts.review import token_review
+from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 
@@ -153,6 +152,14 @@ def delete_options(body: Any, query: dict[str, str]) -> dict[str, Any]:
     return options
 
 
+def single_name(field_selector: str) -> str:
+    """The name a `metadata.name=NAME` field selector (alone) selects, else ""."""
+    for prefix in ("metadata.name==", "metadata.name="):
+        if field_selector.startswith(prefix) and "," not in field_selector:
+            return field_selector[len(prefix) :]
+    return ""
+
+
 def decode_message(exc: Exception) -> str:
     """The first line of a decoder's error, for a 400 that stays one line."""
     text = str(exc)
@@ -167,23 +174,28 @@ class Resources:
         registry: Registry,
         rest: REST,
         cache: WatchCache,
+        authz: Authorizers,
         lists: Lists,
         watches: Watches,
         *,
         log_root: Path,
         metrics_provider: MetricsProvider | None = None,
+        authn: Authenticator | None = None,
+        tokens: ServiceAccountTokens | None = None,
         streams: PodStreams | None = None,
     ) -> None:
         self.registry = registry
         self.rest = rest
         self.cache = cache
+        self.authz = authz
         self.lists = lists
         self.watches = watches
         self.logs = Logs(rest, log_root)
         self.metrics_provider = metrics_provider
         self.streams = streams
-        self._nodes = registry.by_kind("", "Node")
         self._pdbs = registry.by_kind("policy", "PodDisruptionBudget")
+        self.authn = authn
+        self.tokens = tokens
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         query = dict(request.query)
@@ -196,22 +208,34 @@ class Resources:
             # Authorized as `create` whatever the method (upstream, for WebSocket GETs).
             info = dataclasses.replace(info, verb="create")
             request[INFO] = info
-            await self.authorize(request[USER], info, None)
+            await self.authorize(request[USER], info, None, query)
             if self.streams is None:
                 raise StatusError(503, f"{info.kind.plural}/{info.subresource} is not served")
             return await self.streams.serve(request, info)
         request[INFO] = info
-        if not info.kind.stored:
-            return json_response(await read_metrics(self.metrics_provider, info))
+        user = request[USER]
         body = None
         if info.verb in ("create", "update", "patch") or (
             info.verb in ("delete", "deletecollection") and request.can_read_body
         ):
             body = await self.read_body(request, info)
+        await self.authorize(user, info, body, query)
+        kind = info.kind
+        if (kind.group, kind.kind) == (AUTHENTICATION_GROUP, "TokenReview"):
+            if self.authn is None or self.tokens is None:
+                raise StatusError(503, "token reviews are not served without authentication")
+            answer = token_review(self.authn, self.tokens.audiences, kind.api_version, body)
+            return json_response(answer, status=201)
+        if (kind.group, kind.kind) in REVIEW_KINDS:
+            answer = review(
+                self.authz, kind.group, kind.kind, kind.api_version, user, info.namespace, body
+            )
+            return json_response(answer, status=201)
+        if not kind.stored:
+            return json_response(await read_metrics(self.metrics_provider, info))
         dry_run = info.verb in _OPTIONS_KIND and requested_dry_run(
             info.verb, request.query.getall("dryRun", []), body
         )
-        await self.authorize(request[USER], info, body)
         if info.verb == "get":
             return await self._get(request, info, query)
         if info.verb == "list":
@@ -262,6 +286,13 @@ class Resources:
             assert ns is not None and info.name is not None and self._pdbs is not None
             evicted = await subresources.evict(rest, kind, self._pdbs, ns, info.name, body)
             return json_response(evicted, status=201)
+        if info.subresource == "token":
+            assert ns is not None and info.name is not None
+            if self.tokens is None:
+                raise StatusError(503, "the API server issues no service account tokens")
+            await self.cache.sync()
+            issued, _ = self.tokens.request(ns, info.name, body, dry_run=dry_run)
+            return json_response(issued, status=201)
         if info.name is not None:
             raise StatusError(
                 405,
@@ -275,6 +306,7 @@ class Resources:
             object_body(body, kind),
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=dry_run,
+            user=request[USER],
             manager=manager,
         )
         return json_response(result.obj, status=201, warnings=result.warnings)
@@ -313,6 +345,7 @@ class Resources:
                 subresource=info.subresource,
                 field_validation=field_validation,
                 dry_run=dry_run,
+                user=request[USER],
                 manager=manager,
             )
         else:
@@ -326,8 +359,10 @@ class Resources:
                 subresource=info.subresource,
                 field_validation=field_validation,
                 dry_run=dry_run,
+                user=request[USER],
                 manager=manager,
                 force=force,
+                authorize_create=self._create_check(request[USER], info),
             )
         return json_response(
             result.obj, status=201 if result.created else 200, warnings=result.warnings
@@ -394,47 +429,64 @@ class Resources:
                 f"{info.kind.kind}: {decode_message(exc)}"
             ) from None
 
-    async def authorize(self, user: User, info: RequestInfo, body: Any) -> None:
-        """403 naming the user, verb and resource when `auth.authorize` refuses the request."""
-        if "system:masters" in user.groups or info.verb in ("get", "list", "watch"):
+    def _create_check(self, user: User, info: RequestInfo) -> Callable[[], None]:
+        """For an apply that would create its object: upstream authorizes the verb
+        ``create`` on it too (``withAuthorization`` in ``handlers/patch.go``), so the verb
+        ``patch`` alone never creates."""
+
+        def check() -> None:
+            if MASTERS_GROUP in user.groups:
+                return
+            kind = info.kind
+            attrs = Attributes(
+                user,
+                "create",
+                namespace=info.namespace or "",
+                api_group=kind.group,
+                api_version=kind.version,
+                resource=kind.plural,
+                subresource=info.subresource or "",
+                name=info.name or "",
+            )
+            decision = self.authz.authorize(attrs)
+            if not decision.allowed:
+                raise forbidden_error(attrs, decision.reason)
+
+        return check
+
+    async def authorize(
+        self, user: User, info: RequestInfo, body: Any, query: dict[str, str]
+    ) -> None:
+        """The authorizer chain for a resource request (403 naming the user, verb and
+        resource), then NodeRestriction for a node's write, which needs the stored object and
+        the body."""
+        if MASTERS_GROUP in user.groups:
+            return
+        name = info.name or ""
+        if not name and info.verb in ("list", "watch"):
+            # Upstream: a list or watch of one object by `metadata.name=` is that object's.
+            name = single_name(query.get("fieldSelector", ""))
+        kind = info.kind
+        attrs = Attributes(
+            user,
+            info.verb,
+            namespace=info.namespace or "",
+            api_group=kind.group,
+            api_version=kind.version,
+            resource=kind.plural,
+            subresource=info.subresource or "",
+            name=name,
+        )
+        await self.cache.sync()
+        decision = self.authz.authorize(attrs)
+        if not decision.allowed:
+            raise forbidden_error(attrs, decision.reason)
+        if info.verb in ("get", "list", "watch") or not kind.stored:
             return
         old = None
         if info.name is not None:
             entry = self.cache.get(
-                info.kind, info.kind.storage_key(info.name, info.namespace), info.namespace
+                kind, kind.storage_key(info.name, info.namespace), info.namespace
             )
             old = entry.value if entry else None
-        simulated = False
-        if user.name == SIMULATOR_USER:
-            simulated = self._is_simulated(info, old, body)
-        reason = authorize(
-            user,
-            info,
-            new=body if isinstance(body, dict) else None,
-            old=old,
-            is_simulated_node=simulated,
-        )
-        if reason is not None:
-            what = qualified(info.kind.plural, info.kind.group)
-            target = f' "{info.name}"' if info.name else ""
-            where = f' in the namespace "{info.namespace}"' if info.namespace else ""
-            resource = info.kind.plural + (f"/{info.subresource}" if info.subresource else "")
-            raise forbidden(
-                f'{what}{target} is forbidden: User "{user.name}" cannot {info.verb} resource '
-                f'"{resource}" in API group "{info.kind.group}"{where}: {reason}'
-            )
-
-    def _is_simulated(self, info: RequestInfo, old: dict[str, Any] | None, body: Any) -> bool:
-        """Whether the simulator writes for one of its own nodes (or a pod bound to one)."""
-        assert self._nodes is not None
-        if info.kind.kind == "Node":
-            obj = old or (body if isinstance(body, dict) else {})
-            return (obj.get("metadata", {}).get("labels") or {}).get(SIMULATED_LABEL) == "true"
-        node_name = (old or {}).get("spec", {}).get("nodeName")
-        if not node_name:
-            return False
-        node = self.cache.get(self._nodes, self._nodes.storage_key(node_name), None)
-        return (
-            node is not None
-            and (node.value["metadata"].get("labels") or {}).get(SIMULATED_LABEL) == "true"
-        )
+        self.authz.restrict(attrs, new=body if isinstance(body, dict) else None, old=old)

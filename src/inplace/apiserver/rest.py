@@ -17,9 +17,9 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
@@ -43,6 +43,8 @@ from inplace.api.schema import (
 )
 from inplace.api.strategy import Rejected, copy_json, keep_spec, keep_status
 from inplace.api.timestamps import rfc3339
+from inplace.apiserver.admission import AdmissionRequest, ValidatingAdmission
+from inplace.apiserver.auth import User
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import (
     StatusError,
@@ -125,11 +127,14 @@ class REST:
         registry: Registry,
         *,
         clock: Callable[[], datetime.datetime] | None = None,
+        admission: Sequence[ValidatingAdmission] = (),
     ) -> None:
         self.store = store
         self.cache = cache
         self.registry = registry
         self.clock = clock
+        #: Validating admission plugins, run on every create and update.
+        self.admission: list[ValidatingAdmission] = list(admission)
         self._namespaces = registry.by_kind("", "Namespace")
         self._objects = _CachedObjects(cache, registry)
         self._allocation_lock = asyncio.Lock()
@@ -183,6 +188,7 @@ class REST:
         *,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
         manager: str = SERVER_MANAGER,
         applied: bool = False,
     ) -> WriteResult:
@@ -233,6 +239,17 @@ class REST:
         async with self._allocating(kind):
             self._allocate(kind, obj, None)
             self._validate(lambda: validation.validate_create(kind, obj))
+            warnings += self._admit(
+                "CREATE",
+                kind,
+                namespace,
+                str(meta.get("name") or ""),
+                None,
+                obj,
+                None,
+                user,
+                dry_run,
+            )
             if dry_run:
                 return WriteResult(obj, created=True, warnings=warnings)
             name = meta.get("name")
@@ -328,6 +345,7 @@ class REST:
         subresource: str | None = None,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
         manager: str = SERVER_MANAGER,
     ) -> WriteResult:
         self._check_type(kind, obj)
@@ -354,9 +372,10 @@ class REST:
             subresource=subresource,
             dry_run=dry_run,
             strict_revision=expected is not None,
+            user=user,
             manager=manager,
         )
-        result.warnings = warnings
+        result.warnings = warnings + result.warnings
         return result
 
     async def patch(
@@ -370,8 +389,10 @@ class REST:
         subresource: str | None = None,
         field_validation: str = "Warn",
         dry_run: bool = False,
+        user: User | None = None,
         manager: str = SERVER_MANAGER,
         force: bool = False,
+        authorize_create: Callable[[], None] | None = None,
     ) -> WriteResult:
         if patch_type == "apply":
             from inplace.apiserver.apply import server_side_apply
@@ -387,6 +408,8 @@ class REST:
                 dry_run=dry_run,
                 manager=manager,
                 force=force,
+                user=user,
+                authorize_create=authorize_create,
             )
         schema = schema_for_kind(kind) if patch_type == "strategic" else None
         if patch_type == "strategic" and schema is None:
@@ -426,13 +449,14 @@ class REST:
                     subresource=subresource,
                     dry_run=dry_run,
                     strict_revision=True,
+                    user=user,
                     manager=manager,
                 )
             except StatusError as exc:
                 if exc.code == 409 and not requested and exc.reason == "Conflict":
                     continue
                 raise
-            result.warnings = warnings
+            result.warnings = warnings + result.warnings
             return result
         raise conflict(kind.plural, kind.group, name, "too many concurrent writers")
 
@@ -447,11 +471,12 @@ class REST:
         subresource: str | None,
         dry_run: bool,
         strict_revision: bool,
+        user: User | None = None,
         manager: str = SERVER_MANAGER,
         managed_fields: bool = False,
     ) -> WriteResult:
-        """Merge `obj` into the stored object as the (sub)resource allows, validate, CAS.
-        `manager` is credited with what changed in managedFields, unless `managed_fields`
+        """Merge `obj` into the stored object as the (sub)resource allows, validate, admit,
+        CAS. `manager` is credited with what changed in managedFields, unless `managed_fields`
         (a server-side apply or a write to /scale set them already)."""
         old = entry.value
         new, defaults = self._prepare_for_update(kind, subresource, old, obj)
@@ -491,10 +516,17 @@ class REST:
             async with self._allocating(kind):
                 self._allocate(kind, new, old)
                 return await self._store_update(
-                    kind, namespace, name, entry, new, subresource=subresource, dry_run=dry_run
+                    kind,
+                    namespace,
+                    name,
+                    entry,
+                    new,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    user=user,
                 )
         return await self._store_update(
-            kind, namespace, name, entry, new, subresource=subresource, dry_run=dry_run
+            kind, namespace, name, entry, new, subresource=subresource, dry_run=dry_run, user=user
         )
 
     async def _store_update(
@@ -507,6 +539,7 @@ class REST:
         *,
         subresource: str | None,
         dry_run: bool,
+        user: User | None,
     ) -> WriteResult:
         """Validate the update and compare-and-swap it in (or, with no finalizer left on a
         deleted object, complete the deletion)."""
@@ -515,11 +548,14 @@ class REST:
         self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
+        warnings = self._admit(
+            "UPDATE", kind, namespace, name, subresource, new, old, user, dry_run
+        )
         if dry_run:
             # As upstream's dry run: what would be written, at the version it was read at
             # (`kubectl diff` shows no resourceVersion change for it).
             meta["resourceVersion"] = str(entry.revision)
-            return WriteResult(new)
+            return WriteResult(new, warnings=warnings)
         key = kind.storage_key(name, namespace)
         if (
             meta.get("deletionTimestamp")
@@ -531,14 +567,37 @@ class REST:
                 deleted = await self.store.delete(key, expected_revision=entry.revision)
             except (ConflictError, NotFoundError):
                 raise conflict(kind.plural, kind.group, name) from None
-            return WriteResult(deleted.value)
+            return WriteResult(deleted.value, warnings=warnings)
         try:
             written = await self.store.update(key, new, expected_revision=entry.revision)
         except ConflictError:
             raise conflict(kind.plural, kind.group, name) from None
         except NotFoundError:
             raise not_found(kind.plural, kind.group, name) from None
-        return WriteResult(written.value)
+        return WriteResult(written.value, warnings=warnings)
+
+    def _admit(
+        self,
+        operation: Literal["CREATE", "UPDATE"],
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        obj: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        user: User | None,
+        dry_run: bool,
+    ) -> tuple[str, ...]:
+        """Run the validating admission plugins on the object about to be stored."""
+        if not self.admission:
+            return ()
+        request = AdmissionRequest(
+            operation, kind, namespace, name, subresource, obj, old, user, dry_run
+        )
+        warnings: list[str] = []
+        for plugin in self.admission:
+            warnings.extend(plugin.validate(request))
+        return tuple(warnings)
 
     def _prepare_for_update(
         self, kind: Kind, subresource: str | None, old: dict[str, Any], obj: dict[str, Any]

@@ -14,6 +14,8 @@ from inplace.api.kinds import Kind, Registry
 from inplace.apiserver.errors import StatusError, method_not_allowed
 
 _TRUE = {"1", "true", "True"}
+#: Subresources that are only ever created (POSTed).
+_CREATE_ONLY = frozenset({"binding", "eviction", "token"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ def resolve(
         raise method_not_allowed(method, path)
     if subresource is None and verb not in kind.verbs:
         raise method_not_allowed(method, path)
-    if subresource is not None and verb == "delete":  # never the object itself
+    if (subresource in _CREATE_ONLY and verb != "create") or (
+        subresource is not None and verb == "delete"  # never the object itself
+    ):
         raise method_not_allowed(method, path)
     return RequestInfo(verb, kind, namespace, name, subresource)
 

@@ -1,7 +1,8 @@
 """The API server process: lifecycle, authentication and error middleware, the route table.
 
-Requests flow: this module's middleware (bearer token → user; every `StatusError` and every
-unexpected exception → a `kind: Status` answer; request metrics) → the route's handler:
+Requests flow: this module's middleware (bearer token → user, impersonation, and for a path
+that is not a resource, authorization; every `StatusError` and every unexpected exception →
+a `kind: Status` answer; request metrics) → the route's handler:
 
 - `discovery.py`: /version, /api, /apis, the resource lists, /openapi/v3;
 - `handlers.py`: every verb on `/api/...` and `/apis/...` resources, dispatching to
@@ -30,7 +31,11 @@ from aiohttp import web
 
 from inplace.api.kinds import REGISTRY, Registry
 from inplace.api.validation.pods import set_protected_host_paths
-from inplace.apiserver.auth import TokenFile, User
+from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, TokenFile, Unauthorized, User
+from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
+from inplace.apiserver.authz.escalation import EscalationCheck
+from inplace.apiserver.authz.impersonation import Headers, impersonate
+from inplace.apiserver.authz.reconcile import Aggregator, reconcile_defaults
 from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.discovery import Discovery
@@ -39,8 +44,12 @@ from inplace.apiserver.handlers import Resources
 from inplace.apiserver.httputil import INFO, USER, json_response
 from inplace.apiserver.lists import Lists
 from inplace.apiserver.metrics import APIServerMetrics
+from inplace.apiserver.podsecurity import PodSecurity, PodSecurityConfig
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
+from inplace.apiserver.serviceaccounts.jwt import ensure_signing_key
+from inplace.apiserver.serviceaccounts.rootca import RootCAPublisher
+from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.store import Store
@@ -49,8 +58,6 @@ log = logging.getLogger(__name__)
 
 #: Upstream's limit on a request body.
 MAX_BODY = 3 * 1024 * 1024
-#: Paths anyone may read: upstream's system:public-info-viewer role.
-_PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/version/"}
 _BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _COMPACT_EVERY = 300.0
 _COMPACT_KEEP = 10_000
@@ -63,8 +70,16 @@ class APIServerConfig:
     port: int = 6443
     #: TLS files; None serves plain HTTP (only for in-process tests).
     tls: Any = None
-    #: Token file; None disables authentication (only for in-process tests).
+    #: Token file; None disables authentication and authorization (only for in-process
+    #: tests, whose requests all act as system:masters).
     tokens: TokenFile | None = None
+    #: Requests without credentials are `system:anonymous` (upstream `--anonymous-auth`).
+    anonymous: bool = True
+    #: The key that signs service account tokens (created if missing); None:
+    #: ``data_dir/sa.key``.
+    service_account_key: Path | None = None
+    #: Pod Security Admission's defaults and exemptions (privileged everywhere by default).
+    pod_security: PodSecurityConfig = field(default_factory=PodSecurityConfig)
     log_root: Path | None = None
     compact_every: float = _COMPACT_EVERY
     #: Take over the collector's full collections (see `_gc_loop`); for a server process.
@@ -84,11 +99,17 @@ class APIServer:
         self.store: Store | None = None
         self.cache: WatchCache | None = None
         self.rest: REST | None = None
+        self.authz: Authorizers | None = None
+        self.authn = Authenticator(
+            [config.tokens] if config.tokens is not None else [], anonymous=config.anonymous
+        )
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = config.port
         self._namespaces = registry.by_kind("", "Namespace")
         self._cluster: ClusterObjects | None = None
+        self.tokens: ServiceAccountTokens | None = None
+        self._root_ca: RootCAPublisher | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -99,7 +120,25 @@ class APIServer:
         self.cache = WatchCache(self.store, self.registry)
         await self.cache.start()
         self.rest = REST(self.store, self.cache, self.registry)
+        self.authz = Authorizers(self.cache, self.registry)
+        self.rest.admission.append(EscalationCheck(self.authz))
+        self.rest.admission.append(PodSecurity(self.config.pod_security, self.cache, self.registry))
+        key_path = self.config.service_account_key or self.config.data_dir / "sa.key"
+        self.tokens = ServiceAccountTokens(
+            await asyncio.to_thread(ensure_signing_key, key_path), self.cache, self.registry
+        )
+        self.authn.tokens.append(self.tokens)
         await self._ensure_namespaces()
+        self._root_ca = RootCAPublisher(
+            self.rest, self.config.tls.ca_pem().decode() if self.config.tls else ""
+        )
+        await self._root_ca.ensure_all()
+        if self.authz.enabled:
+            await reconcile_defaults(self.rest, self.cache, self.registry)
+            aggregator = Aggregator(self.rest, self.cache, self.registry)
+            self.cache.add_listener(aggregator.on_change)
+            await aggregator.settle()
+            self._spawn(aggregator.run(), "clusterrole-aggregation")
         self.cache.add_listener(self._on_change)
         app = web.Application(
             client_max_size=MAX_BODY,
@@ -110,10 +149,13 @@ class APIServer:
             self.registry,
             self.rest,
             self.cache,
+            self.authz,
             Lists(self.cache, self.store),
             Watches(self.cache, self.metrics),
             log_root=self.config.log_root or (self.config.data_dir / "logs"),
             metrics_provider=self.config.extra.get("metrics_provider"),
+            authn=self.authn,
+            tokens=self.tokens,
             streams=PodStreams(self.rest, self.cache, self.registry, self.config.tokens),
         )
         app.router.add_route("GET", "/healthz", self._health)
@@ -195,6 +237,8 @@ class APIServer:
         the cluster's own objects when they are deleted."""
         if self._cluster is not None:
             self._cluster.on_change(event, self._spawn)
+        if self._root_ca is not None:
+            self._root_ca.on_change(event, self._spawn)
         if event.type == "DELETED" and event.namespace and event.kind.namespaced:
             assert self.cache is not None and self._namespaces is not None
             ns = self.cache.get(
@@ -214,13 +258,7 @@ class APIServer:
         info: RequestInfo | None = None
         code = 500
         try:
-            if request.path not in _PUBLIC_PATHS and self.config.tokens is not None:
-                user = self.config.tokens.authenticate(request.headers.get("Authorization"))
-                if user is None:
-                    raise StatusError(401, "Unauthorized")
-                request[USER] = user
-            else:
-                request[USER] = User("system:admin", ("system:masters",))
+            request[USER] = await self._authenticate(request)
             response = await handler(request)
             info = request.get(INFO)
             code = response.status
@@ -247,6 +285,26 @@ class APIServer:
             return json_response(error.status(), status=500)
         finally:
             self._observe(request, info, code, time.perf_counter() - started)
+
+    async def _authenticate(self, request: web.Request) -> User:
+        """Who the request acts as (after impersonation), and, for a path that is not a
+        resource, whether they may request it (resources are authorized by the handler)."""
+        if self.config.tokens is None:
+            return User("system:admin", (MASTERS_GROUP,))
+        try:
+            user = self.authn.authenticate(request.headers.get("Authorization"))
+        except Unauthorized:
+            raise StatusError(401, "Unauthorized") from None
+        assert self.authz is not None
+        user = impersonate(self.authz, user, Headers(list(request.headers.items())))
+        if not _is_resource_path(request.path):
+            attrs = Attributes(
+                user, request.method.lower(), resource_request=False, path=request.path
+            )
+            decision = self.authz.authorize(attrs)
+            if not decision.allowed:
+                raise forbidden_error(attrs, decision.reason)
+        return user
 
     def _observe(
         self, request: web.Request, info: RequestInfo | None, code: int, seconds: float
@@ -287,6 +345,13 @@ class APIServer:
                         self.cache.count(kind)
                     )
         return web.Response(body=self.metrics.render(), content_type="text/plain", charset="utf-8")
+
+
+def _is_resource_path(path: str) -> bool:
+    """`/api/v1/...` and `/apis/group/version/...` below discovery; the rest (health,
+    version, discovery, OpenAPI, metrics) are non-resource paths."""
+    parts = [p for p in path.split("/") if p]
+    return (parts[:1] == ["api"] and len(parts) >= 3) or (parts[:1] == ["apis"] and len(parts) >= 4)
 
 
 async def _gc_loop(*, freeze_every: float = 30.0, full_every: float = 600.0) -> None:

@@ -70,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
         "themselves, as upstream's kubelet does",
     )
 
+    up.add_argument(
+        "--admission-control-config-file",
+        type=Path,
+        default=None,
+        help="an AdmissionConfiguration (upstream's format) configuring PodSecurity defaults "
+        "and exemptions",
+    )
     down = commands.add_parser(
         "down",
         help="stop a cluster: delete its workloads, stop `inplace up`, remove its cgroups",
@@ -86,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--data-dir", type=Path, required=True)
     apiserver.add_argument("--host", default="127.0.0.1")
     apiserver.add_argument("--port", type=int, default=6443)
+    apiserver.add_argument("--admission-control-config-file", type=Path, default=None)
 
     from inplace.cli.replay import add_arguments as replay_arguments
 
@@ -219,6 +227,7 @@ def _up(args: argparse.Namespace) -> int:
                 node_memory=args.node_memory,
                 simulated_nodes=args.simulated_nodes,
                 scheduler=not args.no_scheduler,
+                admission_config=args.admission_control_config_file,
                 node_monitor_grace_period=args.node_monitor_grace_period,
                 dashboard=not args.no_dashboard,
                 dashboard_port=args.dashboard_port,
@@ -248,10 +257,18 @@ def _down(args: argparse.Namespace) -> int:
 def _apiserver(args: argparse.Namespace) -> int:
     from inplace.apiserver.auth import TokenFile
     from inplace.apiserver.nodemetrics import NodeMetricsProvider
+    from inplace.apiserver.podsecurity import ConfigError, PodSecurityConfig, load_admission_config
     from inplace.apiserver.server import APIServer, APIServerConfig
     from inplace.apiserver.tls import ensure_certificates
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    pod_security = PodSecurityConfig()
+    if args.admission_control_config_file is not None:
+        try:
+            pod_security = load_admission_config(args.admission_control_config_file)
+        except ConfigError as exc:
+            print(f"inplace apiserver: {exc}", file=sys.stderr)
+            return 1
     data = DataDir(args.data_dir.resolve())
     config = APIServerConfig(
         data_dir=data.apiserver,
@@ -259,8 +276,10 @@ def _apiserver(args: argparse.Namespace) -> int:
         port=args.port,
         tls=ensure_certificates(data.pki),
         tokens=TokenFile(data.tokens),
+        service_account_key=data.pki / "sa.key",
         log_root=data.logs / "pods",
         tune_gc=True,
+        pod_security=pod_security,
         protected_host_paths=(str(data.root),),
     )
 

@@ -31,6 +31,7 @@ import psutil
 from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.apiserver.auth import MASTERS_GROUP, SIMULATOR_USER, TokenFile
+from inplace.apiserver.authz.policy import DASHBOARD_USER
 from inplace.apiserver.tls import ensure_certificates
 from inplace.cli.down import cluster_cgroups, pods_running
 from inplace.cli.kubeconfig import write_kubeconfig
@@ -195,10 +196,15 @@ def prepare(data: DataDir, *, host: str, port: int) -> dict[str, Path]:
     tokens = TokenFile(data.tokens)
     server = f"https://{host}:{port}"
     ca = certs.ca_pem()
-    identities = {
+    # The admin is cluster-admin (system:masters); every component holds only what its
+    # default ClusterRole grants (upstream's system:kube-scheduler, system:kube-controller-
+    # manager; the dashboard's system:inplace:dashboard). Nodes get theirs from
+    # node_kubeconfig.
+    identities: dict[str, tuple[str, tuple[str, ...]]] = {
         "admin": ("admin", (MASTERS_GROUP,)),
-        "scheduler": ("system:kube-scheduler", (MASTERS_GROUP,)),
-        "controller-manager": ("system:kube-controller-manager", (MASTERS_GROUP,)),
+        "scheduler": ("system:kube-scheduler", ()),
+        "controller-manager": ("system:kube-controller-manager", ()),
+        "dashboard": (DASHBOARD_USER, ()),
     }
     paths: dict[str, Path] = {}
     for name, (user, groups) in identities.items():
@@ -403,6 +409,9 @@ def controller_manager_component(
             f"{node_monitor_grace_period:g}s",
             "--default-local-storage-path",
             str(data.storage),
+            # Each controller as its own kube-system service account, with only its
+            # system:controller:* role (upstream's kubeadm runs it so).
+            "--use-service-account-credentials",
             "--metrics-port",
             str(metrics_port),
         ],
@@ -410,7 +419,8 @@ def controller_manager_component(
 
 
 def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
-    """The dashboard on 127.0.0.1:`port` with the user's (admin) kubeconfig, and its URL with
+    """The dashboard on 127.0.0.1:`port` as its own identity (`system:inplace:dashboard`,
+    which may read what the dashboard shows and resize pods, nothing more), and its URL with
     a token made for this run (kept in a file only root can read, so a restarted dashboard
     keeps the same URL)."""
     token = secrets.token_urlsafe(24)
@@ -424,7 +434,7 @@ def dashboard_component(data: DataDir, *, port: int) -> tuple[Component, str]:
         "inplace",
         "dashboard",
         "--kubeconfig",
-        str(data.kubeconfig),
+        str(data.component_kubeconfig("dashboard")),
         "--port",
         str(port),
         "--token-file",
@@ -445,12 +455,15 @@ async def run_up(
     node_memory: str | None = None,
     simulated_nodes: int = 0,
     scheduler: bool = True,
+    admission_config: Path | None = None,
     node_monitor_grace_period: float = 40.0,
     dashboard: bool = True,
     dashboard_port: int = 0,
 ) -> int:
     warn = warn or say
     refuse_if_in_use(data)
+    if admission_config is not None:
+        _check_admission_config(admission_config)
     cpu, memory = node_sizes(nodes, node_cpu, node_memory)
     check_data_dir(data.root)
     lock = DataDirLock(data)
@@ -473,6 +486,7 @@ async def run_up(
             node_monitor_grace_period=node_monitor_grace_period,
             dashboard=dashboard,
             dashboard_port=dashboard_port,
+            admission_config=admission_config,
             sized=node_cpu is not None or node_memory is not None,
         )
     finally:
@@ -494,6 +508,7 @@ async def _run_locked(
     node_monitor_grace_period: float,
     dashboard: bool,
     dashboard_port: int,
+    admission_config: Path | None,
     sized: bool,
 ) -> int:
     if sized and nodes > 0:
@@ -521,6 +536,11 @@ async def _run_locked(
             host,
             "--port",
             str(port),
+            *(
+                ["--admission-control-config-file", str(admission_config.resolve())]
+                if admission_config is not None
+                else []
+            ),
         ],
     )
     await supervisor.start(apiserver)
@@ -600,6 +620,17 @@ async def _run_locked(
     else:
         say("inplace: stopped")
     return 0
+
+
+def _check_admission_config(path: Path) -> None:
+    """Refuse a bad admission configuration here, with its reason, rather than watch the API
+    server exit."""
+    from inplace.apiserver.podsecurity import ConfigError, load_admission_config
+
+    try:
+        load_admission_config(path)
+    except ConfigError as exc:
+        raise UpError(str(exc)) from None
 
 
 def remove_empty_cgroup_root(root: str) -> None:

@@ -3,7 +3,8 @@
 Public surface (the submodules are implementation detail):
 
 * configuration — :func:`load_config`, :func:`load_kubeconfig`, :func:`in_cluster_config`,
-  :class:`ClusterConfig`;
+  :class:`ClusterConfig`; :class:`ServiceAccountCredentials` (a client per service account,
+  as upstream's controller manager gives each controller);
 * the client — :class:`Client`, :class:`Resource` and the resource constants (``PODS``,
   ``NODES``, ...), :class:`WatchEvent`;
 * errors — :class:`APIError` and its tree (see :mod:`inplace.client.errors`);
@@ -42,6 +43,7 @@ from .api import (
     WatchEventType,
 )
 from .config import ClusterConfig, in_cluster_config, load_config, load_kubeconfig
+from .credentials import ServiceAccountCredentials
 from .errors import (
     APIAlreadyExistsError,
     APIBadRequestError,
@@ -121,6 +123,7 @@ __all__ = [
     "LoopClock",
     "PatchType",
     "Resource",
+    "ServiceAccountCredentials",
     "ShutDown",
     "WatchEvent",
     "WatchEventType",

@@ -1,6 +1,7 @@
 """``inplace controller-manager``: run the controllers against any Kubernetes API server.
 
-    inplace controller-manager --kubeconfig components/controller-manager.kubeconfig
+    inplace controller-manager --kubeconfig components/controller-manager.kubeconfig \
+        --use-service-account-credentials                          # as `inplace up` runs it
     inplace controller-manager --controllers=workload-resize      # on a real cluster
 
 SIGINT/SIGTERM stop it cleanly. Flag names are kube-controller-manager's where it has them.
@@ -19,7 +20,7 @@ import signal
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from inplace.client import Client, ConfigError, load_config
+from inplace.client import Client, ConfigError, ServiceAccountCredentials, load_config
 from inplace.loop import run as run_event_loop
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
@@ -87,6 +88,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="directory the local-path provisioner makes volumes in (k3s's flag); without it, "
         "claims of the local-path class wait as for an external provisioner",
     )
+    parser.add_argument(
+        "--use-service-account-credentials",
+        action="store_true",
+        help="run each controller as its own service account in kube-system (needs the "
+        "right to create them and request their tokens, as system:kube-controller-manager "
+        "has), so each holds only its system:controller:* role",
+    )
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--metrics-host", default="127.0.0.1")
     add_rescue_arguments(parser, parse_duration)
@@ -114,7 +122,10 @@ async def run(args: argparse.Namespace) -> None:
     async with Client(
         config, user_agent="inplace-controller-manager", connection_limit=128
     ) as client:
-        manager = ControllerManager(client, specs, options=options)
+        credentials = (
+            ServiceAccountCredentials(client) if args.use_service_account_credentials else None
+        )
+        manager = ControllerManager(client, specs, options=options, credentials=credentials)
         task = asyncio.create_task(manager.run())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -130,6 +141,8 @@ async def run(args: argparse.Namespace) -> None:
             stopper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if credentials is not None:
+                await credentials.close()
 
 
 def main(argv: list[str] | None = None) -> int:

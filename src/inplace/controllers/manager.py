@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inplace.client import Client
+from inplace.client import Client, ServiceAccountCredentials
 
 from .base import Context, Controller, SharedInformers
 
@@ -35,6 +36,10 @@ class ControllerSpec:
     aliases: tuple[str, ...]
     build: Callable[[Context], Controller]
     help: str
+    service_account: str
+    """The ``kube-system`` service account the controller acts as with
+    ``--use-service-account-credentials`` (upstream's name, bound to
+    ``system:controller:<service_account>`` by the default RBAC policy)."""
 
 
 def _replicaset(ctx: Context) -> Controller:
@@ -122,71 +127,103 @@ def _memory_pause(ctx: Context) -> Controller:
 
 
 CONTROLLERS: tuple[ControllerSpec, ...] = (
-    ControllerSpec("replicaset-controller", ("replicaset",), _replicaset, "ReplicaSets"),
-    ControllerSpec("deployment-controller", ("deployment",), _deployment, "Deployments"),
-    ControllerSpec("job-controller", ("job",), _job, "Jobs"),
+    ControllerSpec(
+        "replicaset-controller",
+        ("replicaset",),
+        _replicaset,
+        "ReplicaSets",
+        service_account="replicaset-controller",
+    ),
+    ControllerSpec(
+        "deployment-controller",
+        ("deployment",),
+        _deployment,
+        "Deployments",
+        service_account="deployment-controller",
+    ),
+    ControllerSpec(
+        "job-controller",
+        ("job",),
+        _job,
+        "Jobs",
+        service_account="job-controller",
+    ),
     ControllerSpec(
         "ttl-after-finished-controller",
         ("ttl-after-finished",),
         _ttl,
         "deletes finished Jobs after ttlSecondsAfterFinished",
+        service_account="ttl-after-finished-controller",
     ),
     ControllerSpec(
-        "disruption-controller", ("disruption",), _disruption, "PodDisruptionBudget status"
+        "disruption-controller",
+        ("disruption",),
+        _disruption,
+        "PodDisruptionBudget status",
+        service_account="disruption-controller",
     ),
     ControllerSpec(
         "garbage-collector-controller",
         ("garbagecollector", "garbage-collector"),
         _gc,
         "deletes dependents of deleted owners (background, foreground, orphan)",
+        service_account="generic-garbage-collector",
     ),
     ControllerSpec(
         "node-lifecycle-controller",
         ("nodelifecycle", "node-lifecycle"),
         _node_lifecycle,
         "marks nodes whose Lease expired Unknown and taints not-ready/unreachable nodes",
+        service_account="node-controller",
     ),
     ControllerSpec(
         "taint-eviction-controller",
         ("taint-eviction",),
         _taint_eviction,
         "deletes pods from nodes with NoExecute taints they do not tolerate",
+        service_account="taint-eviction-controller",
     ),
     ControllerSpec(
         "persistentvolume-binder-controller",
         ("persistentvolume-binder",),
         _persistent_volume,
         "binds claims and volumes; provisions local-path volumes (--default-local-storage-path)",
+        service_account="persistent-volume-binder",
     ),
     ControllerSpec(
         "persistentvolumeclaim-protection-controller",
         ("pvc-protection",),
         _pvc_protection,
         "keeps a claim a pod uses until the pod is gone",
+        service_account="pvc-protection-controller",
     ),
     ControllerSpec(
         "persistentvolume-protection-controller",
         ("pv-protection",),
         _pv_protection,
         "keeps a bound volume until it is released",
+        service_account="pv-protection-controller",
     ),
     ControllerSpec(
         "workload-resize",
         ("workload-resize-controller",),
         _workload_resize,
         "resizes a workload's pods in place when only its template's resources change",
+        service_account="workload-resize-controller",
     ),
     ControllerSpec(
         "rescue-controller",
         ("rescue",),
         _rescue,
         "shrinks over-provisioned shrinkable pods in place to make room for pending pods",
+        service_account="rescue-controller",
     ),
     ControllerSpec(
         "memory-pause",
         ("memory-pause-responder",),
         _memory_pause,
         "asks for more memory for pods paused at their limit (inplace.dev/memory-on-pause)",
+        service_account="memory-pause-responder",
     ),
 )
 
@@ -221,7 +258,12 @@ def select_controllers(text: str) -> list[ControllerSpec]:
 
 
 class ControllerManager:
-    """Runs the selected controllers over one client and one set of shared informers."""
+    """Runs the selected controllers over one set of shared informers (read with `client`).
+
+    With `credentials` (``--use-service-account-credentials``) each controller writes with
+    its own service account's client, as upstream's ``SAControllerClientBuilder`` makes
+    them, so it holds only its ``system:controller:*`` role; without, every controller
+    writes with `client`."""
 
     def __init__(
         self,
@@ -229,21 +271,38 @@ class ControllerManager:
         specs: Iterable[ControllerSpec],
         *,
         options: Mapping[str, Any] | None = None,
+        credentials: ServiceAccountCredentials | None = None,
     ) -> None:
         self.client = client
         self.informers = SharedInformers(client)
         self.context = Context(client, self.informers, options=dict(options or {}))
         self.specs = list(specs)
+        self.credentials = credentials
+        self._clients: dict[str, Client] = {}
         self.controllers: dict[str, Controller] = {}
         self.synced = asyncio.Event()
 
+    async def connect(self) -> None:
+        """With credentials: make (or find) each selected controller's service account and
+        its client, before :meth:`build`."""
+        if self.credentials is None:
+            return
+        for spec in self.specs:
+            self._clients[spec.name] = await self.credentials.client_for(spec.service_account)
+
     def build(self) -> None:
         for spec in self.specs:
-            if spec.name not in self.controllers:
-                self.controllers[spec.name] = spec.build(self.context)
+            if spec.name in self.controllers:
+                continue
+            context = self.context
+            if self.credentials is not None:
+                # Its own client; the informers and the recorders' table stay shared.
+                context = dataclasses.replace(self.context, client=self._clients[spec.name])
+            self.controllers[spec.name] = spec.build(context)
 
     async def run(self) -> None:
         """Build, sync the informers, run every controller until cancelled."""
+        await self.connect()
         self.build()
         self.informers.start()
         tasks: list[asyncio.Task[None]] = []

@@ -470,7 +470,8 @@ class DashboardServer:
         return _json(out)
 
     async def _resize_apply(self, request: web.Request) -> web.Response:
-        """Send the patch, with the dashboard's kubeconfig identity (the user's)."""
+        """Send the patch, with the dashboard's kubeconfig identity (under `inplace up`, its
+        own `system:inplace:dashboard`, allowed to patch `pods/resize`)."""
         form = await self._form(request)
         if isinstance(form, web.Response):
             return form

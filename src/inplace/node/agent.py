@@ -45,6 +45,7 @@ from .cgroups.mapping import milli_cpu_to_quota, milli_cpu_to_shares
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .context import NodeContext, NodePaths
+from .env import api_server_env
 from .execproc import ExecTarget
 from .ledger import Ledger
 from .lifecycle import Lifecycle
@@ -58,6 +59,7 @@ from .sandbox import NoSandboxes, PodSandboxes, SandboxError
 from .stats import ContainerRef, StatsServer, UsageSampler
 from .status import StatusWriter
 from .streaming import StreamingServer, TargetError
+from .tokens import TokenManager
 from .volumes.manager import VolumeManager
 from .volumes.objects import APIClaims, WatchedObjects
 from .worker import TERMINAL, PodWorker, UsageSource, WorkloadRuntime, pod_meta
@@ -129,12 +131,14 @@ class NodeAgent:
         self._own_actions = actions is None
         self._client_actions = ClientActions(client, config.node_name)
         self.objects = WatchedObjects(client, self._objects_changed)
+        self.tokens = TokenManager(client, self._objects_changed)
         volumes = VolumeManager(
             config.data_dir,
             self.objects,
             APIClaims(client),
             node_memory=config.memory_bytes,
             node_cpu_milli=config.cpu_milli,
+            tokens=self.tokens,
         )
         self.ctx = NodeContext(
             config=config,
@@ -148,6 +152,7 @@ class NodeAgent:
             if runtime is None
             else NoSandboxes(config, volumes),
             objects=self.objects,
+            service_env=api_server_env(client.config.server),
         )
         self.ledger = Ledger(self.ctx)
         self.pause = MemoryPause(self.ctx, processes=runtime is None)
@@ -240,6 +245,7 @@ class NodeAgent:
             self.pause.close()
             await self._client_actions.close()
             await self.objects.close()
+            self.tokens.close()
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -267,7 +273,8 @@ class NodeAgent:
             self.queue.add(key_of(pod))
 
     def _objects_changed(self, namespace: str) -> None:
-        """A ConfigMap or Secret a volume projects changed: rewrite that namespace's pods."""
+        """A ConfigMap or Secret a volume projects changed, or a token needs refreshing:
+        rewrite that namespace's pods."""
         for w in list(self.workers.values()):
             if w.namespace == namespace:
                 self.queue.add(w.key)

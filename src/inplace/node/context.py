@@ -65,6 +65,9 @@ class NodeContext:
     objects: ObjectReader | None = None
     """The ConfigMaps and Secrets the node's pods reference (volumes, environment); None in
     tests that need none."""
+    service_env: dict[str, str] = field(default_factory=dict)
+    """The ``kubernetes`` Service's variables every container gets (:mod:`.env`): the API
+    server's address as this agent reaches it; empty in tests."""
     workers: dict[str, PodWorker] = field(default_factory=dict)
     """uid → worker."""
     by_key: dict[str, str] = field(default_factory=dict)

@@ -16,9 +16,14 @@ an unknown reference is left as written), or a ``valueFrom``:
 
 A failure is a :class:`EnvError` with kubelet's words (``configmap "app" not found``,
 ``couldn't find key mode in ConfigMap default/app``), which the lifecycle reports as
-``CreateContainerConfigError`` and retries. Service links (``*_SERVICE_HOST`` variables for
-every Service of the namespace) are not set: Services here route no traffic (see
-docs/user-guide.md).
+``CreateContainerConfigError`` and retries.
+
+Like kubelet, every container also gets the ``kubernetes`` Service's variables
+(``KUBERNETES_SERVICE_HOST``, ``KUBERNETES_SERVICE_PORT``, ``KUBERNETES_PORT_*``), which the
+client libraries' in-cluster configuration reads; what the container defines itself wins, and
+``$(VAR)`` may name them. Since no Service routes traffic here (see docs/user-guide.md), they
+name the API server's own address (the one the node agent reaches it at), not the Service's
+cluster IP. Service links for the namespace's other Services are not set.
 
 Objects are read through the node's :class:`~inplace.node.volumes.payload.ObjectReader`
 (one watch per referenced object, which the Node authorizer allows for the node's own pods).
@@ -30,13 +35,22 @@ import base64
 import binascii
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from inplace.api.quantity import Quantity
 
 from .security import ConfigError
 from .volumes.payload import ObjectReader, Projection, SourceError, field_value, resource_value
 
-__all__ = ["DEFAULT_PATH", "EnvError", "PodAddresses", "container_env", "expand"]
+__all__ = [
+    "DEFAULT_PATH",
+    "EnvError",
+    "PodAddresses",
+    "api_server_env",
+    "container_env",
+    "expand",
+    "kubernetes_service_env",
+]
 
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -55,6 +69,33 @@ class PodAddresses:
 
 
 LOCAL: Final = PodAddresses(["127.0.0.1"], ["127.0.0.1"])
+
+
+def kubernetes_service_env(host: str, port: int) -> dict[str, str]:
+    """kubelet's ``envvars.FromServices`` for the ``kubernetes`` Service (its one port is
+    named ``https``), at `host`:`port`."""
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    url = f"tcp://{address}"
+    prefix = f"KUBERNETES_PORT_{port}_TCP"
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": str(port),
+        "KUBERNETES_SERVICE_PORT_HTTPS": str(port),
+        "KUBERNETES_PORT": url,
+        prefix: url,
+        f"{prefix}_PROTO": "tcp",
+        f"{prefix}_PORT": str(port),
+        f"{prefix}_ADDR": host,
+    }
+
+
+def api_server_env(server: str) -> dict[str, str]:
+    """:func:`kubernetes_service_env` for the API server at URL `server` (empty if it names
+    no host)."""
+    url = urlsplit(server)
+    if not url.hostname:
+        return {}
+    return kubernetes_service_env(url.hostname, url.port or (443 if url.scheme == "https" else 80))
 
 
 def expand(text: str, *contexts: Mapping[str, str]) -> str:
@@ -141,11 +182,14 @@ async def container_env(
     objects: ObjectReader | None,
     node_allocatable: Mapping[str, Quantity],
     addresses: PodAddresses = LOCAL,
+    service_env: Mapping[str, str] | None = None,
     lenient: bool = False,
 ) -> dict[str, str]:
     """The environment of `container` of `pod` (whose containers carry the resources the
-    node allocated them). `lenient` skips what cannot be resolved instead of raising (for
+    node allocated them), with `service_env` (:func:`kubernetes_service_env`) under what the
+    container defines. `lenient` skips what cannot be resolved instead of raising (for
     expanding volume ``subPathExpr`` before the container's own attempt reports it)."""
+    services: Mapping[str, str] = service_env or {}
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     # The pod's hostname: spec.hostname when set (an Indexed Job's `JOB-INDEX`), else its name.
@@ -164,7 +208,15 @@ async def container_env(
             continue
         try:
             value = await _env_value(
-                item, pod, container, namespace, objects, node_allocatable, addresses, defined
+                item,
+                pod,
+                container,
+                namespace,
+                objects,
+                node_allocatable,
+                addresses,
+                defined,
+                services,
             )
         except EnvError:
             if not lenient:
@@ -172,6 +224,7 @@ async def container_env(
             continue
         if value is not None:
             defined[str(name)] = value
+    env.update(services)
     env.update(defined)
     return env
 
@@ -211,11 +264,12 @@ async def _env_value(
     node_allocatable: Mapping[str, Quantity],
     addresses: PodAddresses,
     defined: Mapping[str, str],
+    services: Mapping[str, str],
 ) -> str | None:
     """One ``env`` entry's value; None when an optional reference is absent."""
     value_from = item.get("valueFrom")
     if not value_from:
-        return expand(str(item.get("value") or ""), defined)
+        return expand(str(item.get("value") or ""), defined, services)
     field_ref = value_from.get("fieldRef")
     if field_ref:
         return _field(pod, str(field_ref.get("fieldPath") or ""), addresses)

@@ -293,6 +293,7 @@ class Lifecycle:
             c,
             objects=self.ctx.objects,
             node_allocatable=allocatable,
+            service_env=self.ctx.service_env,
             lenient=lenient,
         )
 

@@ -15,7 +15,8 @@ privileges :mod:`.security` resolved (the *launch*, a JSON file next to the cont
 which ``kubectl exec`` reuses through :func:`inplace.node.runtime.enter_command`).
 
 A node agent that is not root cannot create namespaces: its pods run in the host's mount
-namespace, and a pod with volumes or another user is refused with the reason.
+namespace, and a pod with volumes or another user is refused with the reason (all but the
+``kube-api-access-*`` volume every pod gets, which such a pod goes without).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from inplace.api.token_volume import is_token_volume
 
 from .config import AgentConfig
 from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
@@ -101,7 +104,7 @@ class PodSandboxes:
         uid = str(meta.get("uid"))
         spec = pod.get("spec") or {}
         if not self.enabled:
-            if spec.get("volumes"):
+            if any(not is_token_volume(v) for v in spec.get("volumes") or ()):
                 raise ConfigError(
                     "volumes need a mount namespace, which a node agent not running as root "
                     "cannot create"
@@ -184,6 +187,7 @@ class PodSandboxes:
         """Release the pod's namespace and remove its directory."""
         if self.enabled and os.path.lexists(self.pin(uid)):
             await run_shim_tool("unpin", self.pin(uid))
+        self.volumes.forget_tokens(uid)
         await asyncio.to_thread(self.volumes.teardown, uid)
 
     async def release(self) -> None:

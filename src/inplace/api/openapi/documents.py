@@ -66,7 +66,8 @@ def _component_gvks(registry: Registry, group: str, version: str) -> dict[str, A
     gvks: dict[str, list[dict[str, str]]] = {}
     for kind in registry.kinds:
         gvks[s.kind_schema(kind).name] = [gvk_of(kind.group, kind.version, kind.kind)]
-        gvks[s.list_schema(kind).name] = [gvk_of(kind.group, kind.version, kind.list_kind)]
+        if "list" in kind.verbs:
+            gvks[s.list_schema(kind).name] = [gvk_of(kind.group, kind.version, kind.list_kind)]
     for sub, model in SUB_MODELS.items():
         gvks[s.component_name(model)] = [SUB_GVKS[sub]]
     gvks[STATUS] = [gvk_of("", "v1", "Status")]

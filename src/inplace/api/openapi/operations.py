@@ -114,22 +114,31 @@ def path_prefix(group: str, version: str) -> str:
     return f"/api/{version}" if group == "" else f"/apis/{group}/{version}"
 
 
-SUB_MODELS: Final = {"scale": "V1Scale", "binding": "V1Binding", "eviction": "V1Eviction"}
+SUB_MODELS: Final = {
+    "scale": "V1Scale",
+    "binding": "V1Binding",
+    "eviction": "V1Eviction",
+    "token": "AuthenticationV1TokenRequest",
+}
 SUB_GVKS: Final = {
     "scale": gvk_of("autoscaling", "v1", "Scale"),
     "binding": gvk_of("", "v1", "Binding"),
     "eviction": gvk_of("policy", "v1", "Eviction"),
+    "token": gvk_of("authentication.k8s.io", "v1", "TokenRequest"),
 }
+#: Subresources that are only created (POST).
+CREATE_SUBRESOURCES: Final = ("binding", "eviction", "token")
 
 
 def kind_paths(kind: Kind, components: Components) -> dict[str, dict[str, Any]]:
     """Every path of one kind, with the operations its verbs and subresources allow."""
     obj = crd_component(kind, components) if s.is_crd(kind) else components.add(s.kind_schema(kind))
-    listed = components.add(s.list_schema(kind))
+    verbs = set(kind.verbs)
+    # Create-only kinds (the reviews) have no list type upstream.
+    listed = components.add(s.list_schema(kind)) if "list" in verbs else ""
     infix, tag = group_words(kind)
     ns = "Namespaced" if kind.namespaced else ""
     gvk = gvk_of(kind.group, kind.version, kind.kind)
-    verbs = set(kind.verbs)
     prefix = path_prefix(kind.group, kind.version)
     collection = (
         f"{prefix}/namespaces/{{namespace}}/{kind.plural}"
@@ -238,6 +247,7 @@ def _sub_kind_name(sub: str, kind: Kind) -> str:
         "scale": "Scale",
         "binding": "Binding",
         "eviction": "Eviction",
+        "token": "TokenRequest",
         "exec": "PodExecOptions",
         "attach": "PodAttachOptions",
     }.get(sub, kind.kind)
@@ -337,13 +347,13 @@ def _subresource(
     gvk: dict[str, str],
     components: Components,
 ) -> dict[str, Any]:
-    """Operations of `<item>/<sub>`: status/resize/scale read+replace+patch, binding and
-    eviction create, log read."""
+    """Operations of `<item>/<sub>`: status/resize/scale read+replace+patch, binding,
+    eviction and token create, log read."""
     title = sub[:1].upper() + sub[1:]
     verbs = set(kind.verbs)
     if sub in ("exec", "attach"):
         return _connect(kind, sub, infix, ns, tag)
-    if sub in ("binding", "eviction"):
+    if sub in CREATE_SUBRESOURCES:
         name = components.add_model(SUB_MODELS[sub])
         return {
             "post": build_operation(

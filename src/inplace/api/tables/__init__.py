@@ -10,7 +10,7 @@ Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too
 columns are the ones kubectl hides unless asked.
 
 One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
-`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `services` (Services,
+`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `rbac`, `services` (Services,
 Endpoints, EndpointSlices) and `storage` (PersistentVolumes, claims, StorageClasses); a
 kind names its printer in its strategy (`inplace.api.kinds`).
 """
@@ -35,6 +35,12 @@ from inplace.api.tables.printer import (
     human_duration,
     to_table,
 )
+from inplace.api.tables.rbac import (
+    CLUSTER_ROLE_BINDING_TABLE,
+    CLUSTER_ROLE_TABLE,
+    ROLE_BINDING_TABLE,
+    ROLE_TABLE,
+)
 from inplace.api.tables.services import ENDPOINT_SLICE_TABLE, ENDPOINTS_TABLE, SERVICE_TABLE
 from inplace.api.tables.storage import (
     PERSISTENT_VOLUME_CLAIM_TABLE,
@@ -44,6 +50,8 @@ from inplace.api.tables.storage import (
 from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
 
 __all__ = [
+    "CLUSTER_ROLE_BINDING_TABLE",
+    "CLUSTER_ROLE_TABLE",
     "CONFIG_MAP_TABLE",
     "DEFAULT_TABLE",
     "DEPLOYMENT_TABLE",
@@ -60,6 +68,8 @@ __all__ = [
     "POD_TABLE",
     "PRIORITY_CLASS_TABLE",
     "REPLICA_SET_TABLE",
+    "ROLE_BINDING_TABLE",
+    "ROLE_TABLE",
     "SECRET_TABLE",
     "SERVICE_ACCOUNT_TABLE",
     "SERVICE_TABLE",

@@ -34,7 +34,7 @@ from inplace.api.quantity import Quantity, QuantityError
 from ..shim import resolve_in_root
 from .ownership import set_volume_ownership
 from .paths import PLUGIN_DIRS, expand_subpath_expr, memory_volume_size, subpath_error
-from .payload import ObjectReader, Projection, SourceError, volume_payload
+from .payload import ObjectReader, Projection, SourceError, TokenSource, volume_payload
 from .writer import PayloadError, write_payload
 
 __all__ = ["ClaimReader", "PodVolumes", "VolumeError", "VolumeManager", "container_mounts"]
@@ -177,10 +177,12 @@ class VolumeManager:
         *,
         node_memory: int,
         node_cpu_milli: int,
+        tokens: TokenSource | None = None,
     ) -> None:
         self.root = data_dir / "pods"
         self.objects = objects
         self.claims = claims
+        self.tokens = tokens
         self.node_memory = node_memory
         self.node_cpu_milli = node_cpu_milli
 
@@ -195,7 +197,7 @@ class VolumeManager:
             "cpu": Quantity.from_milli(self.node_cpu_milli),
             "memory": Quantity.from_int(self.node_memory),
         }
-        return Projection(pod, self.objects, allocatable)
+        return Projection(pod, self.objects, allocatable, tokens=self.tokens)
 
     async def setup(self, pod: Mapping[str, Any], pod_memory_limit: int | None) -> PodVolumes:
         """Make every volume of ``pod`` exist on the host (VolumeError when one cannot)."""
@@ -294,6 +296,12 @@ class VolumeManager:
             except VolumeError as exc:
                 errors.append(exc)
         return errors
+
+    def forget_tokens(self, uid: str) -> None:
+        """Stop refreshing the service account tokens of a pod that is going (on the loop)."""
+        forget = getattr(self.tokens, "forget", None)
+        if forget is not None:
+            forget(uid)
 
     def teardown(self, uid: str) -> None:
         """Remove the pod's directory (its disk emptyDirs and written volumes)."""

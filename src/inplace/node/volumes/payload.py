@@ -3,7 +3,7 @@
 
 Every source is one async function of a :class:`Projection` and its JSON body, returning
 ``path → FileProjection``; :data:`PROJECTED_SOURCES` maps a projected volume's source names to
-them, so another source (``serviceAccountToken``) is one function and one entry.
+them (``serviceAccountToken`` asks a :class:`TokenSource` for the pod's token).
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ __all__ = [
     "ObjectReader",
     "Projection",
     "SourceError",
+    "TokenSource",
     "configmap_payload",
     "downward_api_payload",
     "field_value",
     "projected_payload",
     "resource_value",
     "secret_payload",
+    "service_account_token_payload",
     "volume_payload",
 ]
 
@@ -48,6 +50,14 @@ class ObjectReader(Protocol):
     async def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None: ...
 
 
+class TokenSource(Protocol):
+    """Service account tokens bound to a pod (:class:`inplace.node.tokens.TokenManager`)."""
+
+    async def token(
+        self, pod: Mapping[str, Any], account: str, audience: str, lifetime: int
+    ) -> str: ...
+
+
 @dataclass(frozen=True)
 class Projection:
     """What a source function may use."""
@@ -57,6 +67,8 @@ class Projection:
     node_allocatable: Mapping[str, Quantity]
     """Allocatable of the node: the value of a resource limit that is not set."""
     default_mode: int = DEFAULT_MODE
+    tokens: TokenSource | None = None
+    """Where ``serviceAccountToken`` sources get their tokens; None: not supported."""
 
     @property
     def namespace(self) -> str:
@@ -209,10 +221,38 @@ async def downward_api_payload(
     return out
 
 
+#: Upstream's default lifetime of a projected token.
+DEFAULT_TOKEN_SECONDS: Final = 3600
+
+
+async def service_account_token_payload(
+    p: Projection, source: Mapping[str, Any]
+) -> dict[str, FileProjection]:
+    """Upstream's ``serviceAccountToken`` projection: a token of the pod's service account,
+    bound to the pod, for the source's ``audience`` and ``expirationSeconds``. The file is
+    0600 when the pod has an ``fsGroup`` (whose ownership then makes it group-readable), else
+    the volume's mode."""
+    if p.tokens is None:
+        raise SourceError("projected source serviceAccountToken is not supported by this node")
+    spec = p.pod.get("spec") or {}
+    account = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+    lifetime = source.get("expirationSeconds")
+    token = await p.tokens.token(
+        p.pod,
+        account,
+        str(source.get("audience") or ""),
+        int(lifetime) if lifetime is not None else DEFAULT_TOKEN_SECONDS,
+    )
+    fs_group = (spec.get("securityContext") or {}).get("fsGroup")
+    mode = 0o600 if fs_group is not None else p.default_mode
+    return {str(source.get("path", "token")): FileProjection(token.encode(), mode)}
+
+
 PROJECTED_SOURCES: dict[str, Source] = {
     "configMap": configmap_payload,
     "secret": secret_payload,
     "downwardAPI": downward_api_payload,
+    "serviceAccountToken": service_account_token_payload,
 }
 """A projected volume's source kinds → their payload functions (add one entry per kind)."""
 
@@ -220,7 +260,11 @@ PROJECTED_SOURCES: dict[str, Source] = {
 async def projected_payload(p: Projection, source: Mapping[str, Any]) -> dict[str, FileProjection]:
     mode = source.get("defaultMode")
     inner = Projection(
-        p.pod, p.objects, p.node_allocatable, int(mode) if mode is not None else p.default_mode
+        p.pod,
+        p.objects,
+        p.node_allocatable,
+        int(mode) if mode is not None else p.default_mode,
+        p.tokens,
     )
     out: dict[str, FileProjection] = {}
     for item in source.get("sources") or ():
