@@ -51,6 +51,30 @@ metadata: {name: batch-high}
 value: 1000
 description: batch work that may preempt
 ---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: tour-class}
+provisioner: example.com/tour
+reclaimPolicy: Retain
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: tour-volume}
+# Read-only many: the claim below (read-write once) never binds to it, so both stay put.
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadOnlyMany]
+  storageClassName: tour-class
+  hostPath: {path: /srv/tour-volume}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: tour-data, namespace: tour}
+spec:
+  storageClassName: tour-class
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 100Mi}}
+---
 apiVersion: v1
 kind: Node
 metadata:

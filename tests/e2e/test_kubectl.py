@@ -311,7 +311,7 @@ spec:
 MANIFEST_OBJECTS = (
     "get",
     "pods,deployments,replicasets,jobs,pdb,vpa,vpacheckpoint,leases,cm,secrets,sa,svc,ep,"
-    "endpointslices",
+    "endpointslices,pvc",
     "-n",
     "tour",
     "-o",

@@ -590,3 +590,42 @@ def default_endpoint_slice(obj: dict[str, Any], on_create: bool) -> None:
         if port.get("name") is None:
             port["name"] = ""
         _setdefault(port, "protocol", "TCP")
+
+
+# -- storage -----------------------------------------------------------------------------------
+
+
+def default_persistent_volume(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_PersistentVolume``: ``Retain``, ``Filesystem``, and ``Pending`` until the
+    controller says otherwise; a ``hostPath`` source gets its empty type."""
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        _setdefault(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _setdefault(spec, "volumeMode", "Filesystem")
+        host_path = _existing_dict(spec, "hostPath")
+        if host_path is not None and host_path.get("type") is None:
+            host_path["type"] = ""
+        _round_resource_list(spec.get("capacity"))
+    status = _dict(obj, "status")
+    if status is not None:
+        _setdefault(status, "phase", "Pending")
+
+
+def default_persistent_volume_claim(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_PersistentVolumeClaim(Spec)``: ``Filesystem``, and ``Pending``."""
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        _setdefault(spec, "volumeMode", "Filesystem")
+        resources = _existing_dict(spec, "resources")
+        if resources is not None:
+            _round_resource_list(resources.get("requests"))
+            _round_resource_list(resources.get("limits"))
+    status = _dict(obj, "status")
+    if status is not None:
+        _setdefault(status, "phase", "Pending")
+
+
+def default_storage_class(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_StorageClass``: ``Delete`` and ``Immediate``."""
+    _setdefault(obj, "reclaimPolicy", "Delete")
+    _setdefault(obj, "volumeBindingMode", "Immediate")

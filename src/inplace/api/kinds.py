@@ -18,6 +18,7 @@ from inplace.api import defaults, lifecycle, selectors, services, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate
 from inplace.api.validation import autoscaling, cluster, config, pods, rbac, resize, workloads
 from inplace.api.validation import services as service_rules
+from inplace.api.validation import storage as storage_rules
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,43 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "",
         "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        False,
+        ("pv",),
+        ("status",),
+        model="V1PersistentVolume",
+        strategy=Strategy(
+            defaults=defaults.default_persistent_volume,
+            admit=lifecycle.admit_persistent_volume,
+            validate=storage_rules.validate_persistent_volume,
+            validate_update=storage_rules.validate_persistent_volume_update,
+            table=tables.PERSISTENT_VOLUME_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        True,
+        ("pvc",),
+        ("status",),
+        model="V1PersistentVolumeClaim",
+        strategy=Strategy(
+            defaults=defaults.default_persistent_volume_claim,
+            admit=lifecycle.admit_persistent_volume_claim,
+            admit_update=lifecycle.admit_persistent_volume_claim_resize,
+            validate=storage_rules.validate_persistent_volume_claim,
+            validate_update=storage_rules.validate_persistent_volume_claim_update,
+            table=tables.PERSISTENT_VOLUME_CLAIM_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "",
+        "v1",
         "Service",
         "services",
         True,
@@ -341,6 +379,22 @@ KINDS: tuple[Kind, ...] = (
             validate=cluster.validate_priority_class,
             validate_update=cluster.validate_priority_class_update,
             table=tables.PRIORITY_CLASS_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+        False,
+        ("sc",),
+        model="V1StorageClass",
+        strategy=Strategy(
+            defaults=defaults.default_storage_class,
+            validate=storage_rules.validate_storage_class,
+            validate_update=storage_rules.validate_storage_class_update,
+            table=tables.STORAGE_CLASS_TABLE,
             bumps_generation=False,
         ),
     ),

@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.quantity import Quantity
 from inplace.api.resources import qos_class
+from inplace.api.storage import (
+    BETA_STORAGE_CLASS_ANNOTATION,
+    PV_PROTECTION_FINALIZER,
+    PVC_PROTECTION_FINALIZER,
+    claim_class,
+    default_class,
+)
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
 from inplace.api.timestamps import rfc3339
 from inplace.api.token_volume import mount_service_account_token, should_automount
@@ -22,6 +30,9 @@ from inplace.api.vpa_admission import admit_pod_vpa
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
+    "admit_persistent_volume",
+    "admit_persistent_volume_claim",
+    "admit_persistent_volume_claim_resize",
     "admit_pod",
     "admit_pod_priority",
     "admit_pod_service_account",
@@ -32,6 +43,7 @@ __all__ = [
 ]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+_STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
 _SERVICE_ACCOUNT = ("", "ServiceAccount")
 _MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 #: The ServiceAccount every namespace has and every pod runs as unless it names another.
@@ -242,3 +254,73 @@ def prepare_pod_resize(new: dict[str, Any], old: Mapping[str, Any]) -> None:
             meta[key] = copy_json(old_meta[key])
         else:
             meta.pop(key, None)
+
+
+# -- storage -----------------------------------------------------------------------------------
+
+
+def _add_finalizer(obj: dict[str, Any], finalizer: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return
+    finalizers = meta.get("finalizers")
+    if finalizers is None:
+        meta["finalizers"] = [finalizer]
+    elif isinstance(finalizers, list) and finalizer not in finalizers:
+        finalizers.append(finalizer)
+
+
+def admit_persistent_volume_claim(claim: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``DefaultStorageClass`` admission plugin (a claim that names no class, not
+    even ``""``, gets the default class, if there is one) and ``StorageObjectInUseProtection``
+    (the ``kubernetes.io/pvc-protection`` finalizer, so a claim a pod uses outlives the pod)."""
+    spec = claim.get("spec")
+    meta = claim.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    has_beta = isinstance(annotations, Mapping) and BETA_STORAGE_CLASS_ANNOTATION in annotations
+    if isinstance(spec, dict) and spec.get("storageClassName") is None and not has_beta:
+        chosen = default_class(objects.list(*_STORAGE_CLASS))
+        if chosen is not None:
+            spec["storageClassName"] = chosen["metadata"]["name"]
+    _add_finalizer(claim, PVC_PROTECTION_FINALIZER)
+
+
+def admit_persistent_volume(volume: dict[str, Any], objects: ObjectReader) -> None:
+    """Upstream's ``StorageObjectInUseProtection`` for volumes: ``kubernetes.io/pv-protection``,
+    so a volume bound to a claim is not removed under it."""
+    _add_finalizer(volume, PV_PROTECTION_FINALIZER)
+
+
+def _storage_request(claim: Mapping[str, Any]) -> Quantity | None:
+    spec = claim.get("spec")
+    resources = spec.get("resources") if isinstance(spec, Mapping) else None
+    requests = resources.get("requests") if isinstance(resources, Mapping) else None
+    if not isinstance(requests, Mapping) or "storage" not in requests:
+        return None
+    try:
+        return Quantity.from_json(requests["storage"])
+    except (ValueError, ArithmeticError):
+        return None  # validation reports it
+
+
+def admit_persistent_volume_claim_resize(
+    claim: dict[str, Any], old: Mapping[str, Any], objects: ObjectReader
+) -> None:
+    """Upstream's ``PersistentVolumeClaimResize`` admission plugin: a claim's storage request
+    may only grow when it is bound and its class says ``allowVolumeExpansion: true`` (the
+    default ``local-path`` class does not, as in k3s)."""
+    new_size, old_size = _storage_request(claim), _storage_request(old)
+    if new_size is None or old_size is None or new_size <= old_size:
+        return
+    name = (claim.get("metadata") or {}).get("name", "")
+    forbidden = f'persistentvolumeclaims "{name}" is forbidden: '
+    if (old.get("status") or {}).get("phase") != "Bound":
+        raise Rejected(403, forbidden + "Only bound persistent volume claims can be expanded")
+    class_name = claim_class(old)
+    storage_class = objects.get(*_STORAGE_CLASS, class_name) if class_name else None
+    if storage_class is None or storage_class.get("allowVolumeExpansion") is not True:
+        raise Rejected(
+            403,
+            forbidden + "only dynamically provisioned pvc can be resized and the storageclass "
+            "that provisions the pvc must support resize",
+        )

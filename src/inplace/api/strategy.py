@@ -46,6 +46,7 @@ __all__ = [
     "Reset",
     "Strategy",
     "SubresourceUpdate",
+    "UpdateAdmission",
     "UpdateValidator",
     "Validator",
     "copy_json",
@@ -86,6 +87,10 @@ class ObjectReader(Protocol):
 #: Mutating admission on create: may change the object, may consult other objects, raises
 #: :class:`Rejected` to refuse it.
 Admission = Callable[[dict[str, Any], ObjectReader], None]
+#: Mutating or validating admission on an update of the object itself: the new object
+#: (first), the stored one, and other objects; raises :class:`Rejected` to refuse it
+#: (claims: upstream's ``PersistentVolumeClaimResize``).
+UpdateAdmission = Callable[[dict[str, Any], Mapping[str, Any], ObjectReader], None]
 #: What the server hands out from a shared pool (a Service's cluster IP and node ports): given
 #: the object, the stored objects and, on update, the stored version (None on create). Raises
 #: :class:`inplace.api.validation.ValidationError` (a 422 naming the field) or
@@ -130,6 +135,8 @@ class Strategy:
     defaults: Defaulter = no_defaults
     #: Mutating admission on create, after defaulting (pods: the Priority plugin).
     admit: Admission | None = None
+    #: Admission on updates of the object itself (not its subresources), before validation.
+    admit_update: UpdateAdmission | None = None
     #: Upstream ``PrepareForCreate``: what the server sets whatever the request said (a pod's
     #: status starts ``Pending``).
     prepare_for_create: Callable[[dict[str, Any]], None] | None = None

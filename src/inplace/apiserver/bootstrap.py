@@ -6,6 +6,12 @@ EndpointSlice pointing at the API server itself (its bootstrap controller and en
 reconciler), and a ``default`` ServiceAccount in every namespace (the serviceaccounts
 controller). This module does the same: on start, and again whenever one of them is deleted.
 
+Like k3s, which applies its ``local-storage`` manifest at every start, the API server also
+creates the default StorageClass ``local-path`` (provisioner ``rancher.io/local-path``,
+``WaitForFirstConsumer``, ``Delete``) on start when no class of that name exists. It is not
+put back while running: deleting it, or taking its default annotation away, is the user's
+choice until the next start, where only a missing class is created again.
+
 The Endpoints and EndpointSlice carry the API server's own address, ``127.0.0.1`` unless it
 listens elsewhere; validation refuses a loopback endpoint from a client, so the API server
 writes these two to the store itself, as upstream's reconciler is the API server too.
@@ -20,6 +26,12 @@ from typing import Any, Final
 
 from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
 from inplace.api.services import KUBERNETES_SERVICE_IP
+from inplace.api.storage import (
+    DEFAULT_CLASS_ANNOTATION,
+    LOCAL_PATH_CLASS,
+    LOCAL_PATH_PROVISIONER,
+    WAIT_FOR_FIRST_CONSUMER,
+)
 from inplace.api.timestamps import rfc3339
 from inplace.apiserver.cache import CachedEvent
 from inplace.apiserver.errors import StatusError
@@ -50,6 +62,7 @@ class ClusterObjects:
         """Everything, now (called once the API server listens)."""
         await self.ensure_kubernetes_service()
         await self.ensure_endpoints()
+        await self.ensure_default_storage_class()
         namespaces = self.rest.registry.by_kind("", "Namespace")
         if namespaces is None:
             return
@@ -94,6 +107,28 @@ class ClusterObjects:
         except StatusError as exc:
             if exc.code != 409:
                 log.warning("could not create the kubernetes Service: %s", exc.message)
+
+    async def ensure_default_storage_class(self) -> None:
+        """The ``local-path`` StorageClass, as k3s ships it, unless one of that name exists."""
+        classes = self.rest.registry.by_kind("storage.k8s.io", "StorageClass")
+        if classes is None:
+            return
+        storage_class = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": LOCAL_PATH_CLASS,
+                "annotations": {DEFAULT_CLASS_ANNOTATION: "true"},
+            },
+            "provisioner": LOCAL_PATH_PROVISIONER,
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": WAIT_FOR_FIRST_CONSUMER,
+        }
+        try:
+            await self.rest.create(classes, None, storage_class)
+        except StatusError as exc:
+            if exc.code != 409:
+                log.warning("could not create the local-path StorageClass: %s", exc.message)
 
     async def ensure_endpoints(self) -> None:
         """The ``kubernetes`` Endpoints and EndpointSlice: the API server's address and port,

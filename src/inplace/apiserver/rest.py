@@ -506,6 +506,12 @@ class REST:
         if not managed_fields:
             entries = field_manager(kind, subresource).update(old, new, manager, self.now())
             set_managed_fields(meta, entries)
+        admit_update = kind.strategy.admit_update
+        if subresource is None and admit_update is not None:
+            try:
+                admit_update(new, old, self._objects)
+            except Rejected as exc:
+                raise StatusError(exc.code, exc.message) from exc
         if subresource is None and kind.strategy.allocate is not None:
             async with self._allocating(kind):
                 self._allocate(kind, new, old)

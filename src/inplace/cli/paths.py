@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from inplace.api.storage import LOCAL_PATH_DIRECTORY
+
 
 def default_data_dir() -> Path:
     """`$XDG_DATA_HOME/inplace`, else `~/.local/share/inplace`."""
@@ -61,6 +63,11 @@ class DataDir:
     def nodes(self) -> Path:
         """The node agents' own data dirs (checkpoints, sandboxes, volumes)."""
         return self.root / "nodes"
+
+    @property
+    def storage(self) -> Path:
+        """The local-path provisioner's volumes: ``pvc-<claim uid>`` directories."""
+        return self.root / LOCAL_PATH_DIRECTORY
 
     def component_kubeconfig(self, name: str) -> Path:
         return self.components / f"{name}.kubeconfig"

@@ -411,6 +411,8 @@ def controller_manager_component(
             str(data.component_kubeconfig("controller-manager")),
             "--node-monitor-grace-period",
             f"{node_monitor_grace_period:g}s",
+            "--default-local-storage-path",
+            str(data.storage),
             # Each controller as its own kube-system service account, with only its
             # system:controller:* role (upstream's kubeadm runs it so).
             "--use-service-account-credentials",

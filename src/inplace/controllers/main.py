@@ -83,6 +83,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "the pod is replaced at the new size (30s)",
     )
     parser.add_argument(
+        "--default-local-storage-path",
+        default=None,
+        help="directory the local-path provisioner makes volumes in (k3s's flag); without it, "
+        "claims of the local-path class wait as for an external provisioner",
+    )
+    parser.add_argument(
         "--use-service-account-credentials",
         action="store_true",
         help="run each controller as its own service account in kube-system (needs the "
@@ -124,6 +130,7 @@ async def run(args: argparse.Namespace) -> None:
         "node_monitor_grace_period": args.node_monitor_grace_period,
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
+        "local_path_root": args.default_local_storage_path,
         **rescue_options(args),
         "vpa_variant": args.vpa_variant,
         "vpa_recommender_interval": args.vpa_recommender_interval,

@@ -90,6 +90,24 @@ def _taint_eviction(ctx: Context) -> Controller:
     return TaintEvictionController(ctx)
 
 
+def _persistent_volume(ctx: Context) -> Controller:
+    from .volume.controller import PersistentVolumeController
+
+    return PersistentVolumeController(ctx)
+
+
+def _pvc_protection(ctx: Context) -> Controller:
+    from .volume.protection import PVCProtectionController
+
+    return PVCProtectionController(ctx)
+
+
+def _pv_protection(ctx: Context) -> Controller:
+    from .volume.protection import PVProtectionController
+
+    return PVProtectionController(ctx)
+
+
 def _workload_resize(ctx: Context) -> Controller:
     from .workloadresize.controller import WorkloadResizeController
 
@@ -170,6 +188,27 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _taint_eviction,
         "deletes pods from nodes with NoExecute taints they do not tolerate",
         service_account="taint-eviction-controller",
+    ),
+    ControllerSpec(
+        "persistentvolume-binder-controller",
+        ("persistentvolume-binder",),
+        _persistent_volume,
+        "binds claims and volumes; provisions local-path volumes (--default-local-storage-path)",
+        service_account="persistent-volume-binder",
+    ),
+    ControllerSpec(
+        "persistentvolumeclaim-protection-controller",
+        ("pvc-protection",),
+        _pvc_protection,
+        "keeps a claim a pod uses until the pod is gone",
+        service_account="pvc-protection-controller",
+    ),
+    ControllerSpec(
+        "persistentvolume-protection-controller",
+        ("pv-protection",),
+        _pv_protection,
+        "keeps a bound volume until it is released",
+        service_account="pv-protection-controller",
     ),
     ControllerSpec(
         "workload-resize",

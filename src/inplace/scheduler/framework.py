@@ -60,6 +60,7 @@ __all__ = [
     "Framework",
     "Mask",
     "PodInfo",
+    "PreBindPlugin",
     "PreFilterPlugin",
     "RequestsMemo",
     "ReservePlugin",
@@ -430,6 +431,15 @@ class ReservePlugin(Protocol):
 
 
 @runtime_checkable
+class PreBindPlugin(Protocol):
+    """Runs before binding, once a node is chosen (VolumeBinding annotates the claims)."""
+
+    name: str
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+@runtime_checkable
 class BindPlugin(Protocol):
     name: str
 
@@ -481,6 +491,9 @@ class Framework:
         self.scores: list[ScorePlugin] = [p for p in plugin_list if isinstance(p, ScorePlugin)]
         self.reserves: list[ReservePlugin] = [
             p for p in plugin_list if isinstance(p, ReservePlugin)
+        ]
+        self.pre_binds: list[PreBindPlugin] = [
+            p for p in plugin_list if isinstance(p, PreBindPlugin)
         ]
         binders = [p for p in plugin_list if isinstance(p, BindPlugin)]
         self.binders: list[BindPlugin] = binders
@@ -556,6 +569,13 @@ class Framework:
             plugin.unreserve(state, pod, node)
 
     # -- bind --------------------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        for plugin in self.pre_binds:
+            status = await plugin.pre_bind(state, pod, node)
+            if not status.ok:
+                return Status(status.code, status.reasons, plugin.name)
+        return Status.success()
 
     async def bind(self, pod: PodInfo, node: str) -> Status:
         for plugin in self.binders:

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,11 @@ import numpy as np
 from inplace.api.conditions import present
 from inplace.client import (
     NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
     PODDISRUPTIONBUDGETS,
     PODS,
+    STORAGECLASSES,
     APIError,
     APINotFoundError,
     APITooManyRequestsError,
@@ -58,7 +61,7 @@ from .framework import (
     sample_size,
 )
 from .metrics import SchedulerMetrics
-from .plugins import default_plugins
+from .plugins import VolumeObjects, default_plugins
 from .preemption import DisruptionBudgets, Victims, pick_node, select_victims
 from .queue import QueuedPod, SchedulingQueue
 
@@ -114,8 +117,14 @@ class Scheduler:
             lambda: self.queue.backoff_count,
             lambda: self.queue.unschedulable_count,
         )
+        self.volume_objects = VolumeObjects()
         self.framework = framework or Framework(
-            default_plugins(client, scoring=self.config.scoring), name=self.config.scheduler_name
+            default_plugins(
+                client,
+                scoring=self.config.scoring,
+                volumes=self.volume_objects if client is not None else None,
+            ),
+            name=self.config.scheduler_name,
         )
         self.recorder: EventRecorder | None = None
         if actions is None:
@@ -231,6 +240,13 @@ class Scheduler:
     def on_node_delete(self, obj: Mapping[str, Any]) -> None:
         self.cache.remove_node((obj.get("metadata") or {}).get("name") or "")
 
+    def _volumes_changed(
+        self, record: Callable[[Mapping[str, Any]], None], obj: Mapping[str, Any]
+    ) -> None:
+        """A claim, volume or class changed: pods waiting for a claim to bind may fit now."""
+        record(obj)
+        self.queue.move_all("PersistentVolumeClaimChanged")
+
     def on_budget_add(self, obj: Mapping[str, Any]) -> None:
         self.budget_objects[key_of(dict(obj))] = obj
 
@@ -314,7 +330,9 @@ class Scheduler:
         info = qp.info
         async with self._bind_sem:
             try:
-                status = await self.framework.bind(info, node)
+                status = await self.framework.pre_bind(state, info, node)
+                if status.ok:
+                    status = await self.framework.bind(info, node)
             except Exception as exc:  # a plugin bug must not leak the assumption
                 log.exception("binding %s to %s raised", info.key, node)
                 status = Status.error(str(exc))
@@ -484,7 +502,25 @@ class Scheduler:
         nodes.add_handler(self.on_node_add, self.on_node_update, self.on_node_delete)
         budgets = Informer(self.client, PODDISRUPTIONBUDGETS)
         budgets.add_handler(self.on_budget_add, self.on_budget_update, self.on_budget_delete)
-        self.informers = [nodes, budgets, pods]
+        claims = Informer(self.client, PERSISTENTVOLUMECLAIMS)
+        claims.add_handler(
+            lambda o: self._volumes_changed(self.volume_objects.set_claim, o),
+            lambda old, new: self._volumes_changed(self.volume_objects.set_claim, new),
+            lambda o: self._volumes_changed(self.volume_objects.drop_claim, o),
+        )
+        volumes = Informer(self.client, PERSISTENTVOLUMES)
+        volumes.add_handler(
+            lambda o: self._volumes_changed(self.volume_objects.set_volume, o),
+            lambda old, new: self._volumes_changed(self.volume_objects.set_volume, new),
+            lambda o: self._volumes_changed(self.volume_objects.drop_volume, o),
+        )
+        classes = Informer(self.client, STORAGECLASSES)
+        classes.add_handler(
+            lambda o: self._volumes_changed(self.volume_objects.set_class, o),
+            lambda old, new: self._volumes_changed(self.volume_objects.set_class, new),
+            lambda o: self._volumes_changed(self.volume_objects.drop_class, o),
+        )
+        self.informers = [nodes, budgets, claims, volumes, classes, pods]
         return [
             asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}")
             for i in self.informers

@@ -10,8 +10,9 @@ Like upstream's TableConvertor, rows always carry the wide (`-o wide`) cells too
 columns are the ones kubectl hides unless asked.
 
 One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
-`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `rbac` and `services` (Services,
-Endpoints, EndpointSlices); a kind names its printer in its strategy (`inplace.api.kinds`).
+`cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `rbac`, `services` (Services,
+Endpoints, EndpointSlices) and `storage` (PersistentVolumes, claims, StorageClasses); a
+kind names its printer in its strategy (`inplace.api.kinds`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ from inplace.api.tables.rbac import (
     ROLE_TABLE,
 )
 from inplace.api.tables.services import ENDPOINT_SLICE_TABLE, ENDPOINTS_TABLE, SERVICE_TABLE
+from inplace.api.tables.storage import (
+    PERSISTENT_VOLUME_CLAIM_TABLE,
+    PERSISTENT_VOLUME_TABLE,
+    STORAGE_CLASS_TABLE,
+)
 from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
 
 __all__ = [
@@ -57,6 +63,8 @@ __all__ = [
     "NAMESPACE_TABLE",
     "NODE_TABLE",
     "PDB_TABLE",
+    "PERSISTENT_VOLUME_CLAIM_TABLE",
+    "PERSISTENT_VOLUME_TABLE",
     "POD_TABLE",
     "PRIORITY_CLASS_TABLE",
     "REPLICA_SET_TABLE",
@@ -65,6 +73,7 @@ __all__ = [
     "SECRET_TABLE",
     "SERVICE_ACCOUNT_TABLE",
     "SERVICE_TABLE",
+    "STORAGE_CLASS_TABLE",
     "VPA_TABLE",
     "Column",
     "TablePrinter",

@@ -175,6 +175,16 @@ def set_protected_host_paths(paths: tuple[str, ...]) -> None:
     _protected_host_paths = tuple(os.path.normpath(p) for p in paths)
 
 
+def protected_dir_of(host_path: str) -> str | None:
+    """The protected directory (see :func:`set_protected_host_paths`) ``host_path`` is or
+    lies under, or None."""
+    normalized = os.path.normpath(host_path)
+    for protected in _protected_host_paths:
+        if normalized == protected or normalized.startswith(protected.rstrip("/") + "/"):
+            return protected
+    return None
+
+
 def _validate_host_path(errs: list[FieldError], volume: Mapping[str, Any], path: str) -> None:
     body = volume.get("hostPath")
     if body is None:
@@ -185,16 +195,15 @@ def _validate_host_path(errs: list[FieldError], volume: Mapping[str, Any], path:
     if not value:
         errs.append(required(host_path))
         return
-    normalized = os.path.normpath(value)
-    for protected in _protected_host_paths:
-        if normalized == protected or normalized.startswith(protected.rstrip("/") + "/"):
-            errs.append(
-                invalid(
-                    host_path,
-                    value,
-                    f"must not be the cluster's data directory {protected} or lie under it",
-                )
+    protected = protected_dir_of(value)
+    if protected is not None:
+        errs.append(
+            invalid(
+                host_path,
+                value,
+                f"must not be the cluster's data directory {protected} or lie under it",
             )
+        )
 
 
 def _validate_container_common(

@@ -23,6 +23,7 @@ from .resources import (
     format_cpu,
     format_memory,
 )
+from .volumes import VolumeBinding, VolumeObjects
 
 __all__ = [
     "BalancedAllocation",
@@ -35,6 +36,8 @@ __all__ = [
     "NodeResourcesFit",
     "NodeUnschedulable",
     "TaintToleration",
+    "VolumeBinding",
+    "VolumeObjects",
     "binding_body",
     "default_plugins",
     "fit_reasons",
@@ -45,10 +48,16 @@ __all__ = [
 ]
 
 
-def default_plugins(client: Client | None, *, scoring: str = "LeastAllocated") -> list[object]:
+def default_plugins(
+    client: Client | None,
+    *,
+    scoring: str = "LeastAllocated",
+    volumes: VolumeObjects | None = None,
+) -> list[object]:
     """Filters in upstream's order, then scores, then the binder (when a client is given).
 
-    ``scoring`` is ``LeastAllocated`` (spread, the default) or ``MostAllocated`` (pack)."""
+    ``scoring`` is ``LeastAllocated`` (spread, the default) or ``MostAllocated`` (pack);
+    ``volumes`` (the claims, volumes and classes the scheduler follows) adds VolumeBinding."""
     strategy: object = MostAllocated() if scoring == "MostAllocated" else LeastAllocated()
     plugins: list[object] = [
         NodeUnschedulable(),
@@ -56,6 +65,10 @@ def default_plugins(client: Client | None, *, scoring: str = "LeastAllocated") -
         TaintToleration(),
         NodeAffinity(),
         NodeResourcesFit(),
+    ]
+    if volumes is not None:
+        plugins.append(VolumeBinding(volumes, client))
+    plugins += [
         strategy,
         BalancedAllocation(),
     ]
