@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chaos.checker import Violation
 from tests.chaos.engine import Settings, run
 
 pytestmark = pytest.mark.skipif(
@@ -18,16 +19,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-OPEN_FINDING = pytest.mark.xfail(
-    strict=False,
-    reason="open finding of this seed on a loaded machine: a resize allocated "
-    "(allocatedResources = spec) to a container waiting in back-off, or whose agent was "
-    "killed between allocating and actuating, keeps reporting its old status.resources; "
-    "the agent does not re-actuate an allocation it checkpointed (node/resize.py)",
-)
+def open_finding(violation: Violation) -> bool:
+    """The one open finding of issue 14, reported and not yet fixed: a pod's CPU limit
+    resized above its node's allocatable CPU cannot be written, because the node cgroup's
+    CFS quota is its allocatable and v1's quotas are hierarchical (``EINVAL``); the
+    container then waits in back-off at its old size. Every other violation fails."""
+    return violation.invariant == "2 resizes" and any(
+        "cfs_quota_us: Invalid argument" in str(message)
+        for pod in violation.objects
+        for cs in (pod.get("status") or {}).get("containerStatuses") or ()
+        for message in [((cs.get("lastState") or {}).get("terminated") or {}).get("message")]
+    )
 
 
-@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=OPEN_FINDING), 3])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_storm_under_chaos_keeps_the_invariants(seed: int, tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests and is not on PATH")
@@ -36,4 +41,7 @@ def test_storm_under_chaos_keeps_the_invariants(seed: int, tmp_path: Path) -> No
     )
     print(report.summary())
     assert report.operations > 0 and report.checks > 0 and sum(report.kills.values()) > 0
-    assert not report.violations, report.explain()
+    known = [v for v in report.violations if open_finding(v)]
+    if known:
+        print(f"seed {seed}: {len(known)} violation(s) of the open finding (issue 14)")
+    assert [v for v in report.violations if not open_finding(v)] == [], report.explain()
