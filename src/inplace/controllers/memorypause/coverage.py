@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from inplace.api import vpa_targets
+from inplace.api.vpa_policy import INITIAL, OFF, update_mode
 from inplace.api.vpa_targets import WELL_KNOWN
-
-from ..vpa.policy import INITIAL, OFF, update_mode
 
 __all__ = ["WELL_KNOWN", "OwnerLookup", "controlling_vpa", "covering_vpa", "top_controller"]
 

@@ -39,8 +39,7 @@ from inplace.api.conditions import find_condition
 from inplace.api.memorypause import paused_containers, paused_since
 from inplace.api.quantity import Format, Quantity
 from inplace.api.resources import MEMORY
-
-from ..vpa.policy import proportional_limit
+from inplace.api.vpa_policy import proportional_limit
 
 __all__ = ["Action", "Decision", "decide"]
 

@@ -44,8 +44,7 @@ from inplace.api.resources import (
     resize_accounting_requests,
 )
 from inplace.api.timestamps import parse_rfc3339
-
-from ..vpa.policy import (
+from inplace.api.vpa_policy import (
     IN_PLACE,
     IN_PLACE_OR_RECREATE,
     container_policy,
@@ -55,6 +54,7 @@ from ..vpa.policy import (
     pod_recommendations,
     update_mode,
 )
+
 from .model import (
     DEFAULT_MARGIN,
     ContainerShare,
