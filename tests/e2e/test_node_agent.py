@@ -308,6 +308,19 @@ def test_resize_up_and_down_in_place(node_cluster: Cluster) -> None:
         assert cgroup_file(pid, "cpu", "cpu.cfs_quota_us") == "50000"
         assert cgroup_file(pid, "cpu", "cpu.shares") == str(300 * 1024 // 1000)
 
+        # A limit above the node's allocatable CPU (1) is upstream's right too: the node's
+        # cgroup is sized by shares, so its quota does not cap the pod's (found by the chaos
+        # storm: v1 quotas are hierarchical and the write failed with EINVAL).
+        burst = {
+            "requests": {"cpu": "300m", "memory": "100Mi"},
+            "limits": {"cpu": "2", "memory": "200Mi"},
+        }
+        resize(node_cluster, "resize", [{"name": "main", "resources": burst}])
+        pod = resize_settled(node_cluster, "resize", "main", burst)
+        assert pid_of(pod, "main") == pid
+        assert status_of(pod, "main")["restartCount"] == 0
+        assert cgroup_file(pid, "cpu", "cpu.cfs_quota_us") == "200000"
+
         down = {
             "requests": {"cpu": "50m", "memory": "32Mi"},
             "limits": {"cpu": "100m", "memory": "64Mi"},

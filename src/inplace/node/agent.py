@@ -41,7 +41,7 @@ from inplace.client import PODS, Client, Informer, WorkQueue, key_of, run_worker
 
 from .actions import ClientActions, NodeActions
 from .cgroups.base import CgroupDriver, CgroupError, CgroupResources
-from .cgroups.mapping import milli_cpu_to_quota, milli_cpu_to_shares
+from .cgroups.mapping import milli_cpu_to_shares
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
 from .context import NodeContext, NodePaths
@@ -202,9 +202,12 @@ class NodeAgent:
     async def run(self, stop: asyncio.Event) -> None:
         """Register, re-adopt, serve pods until ``stop``; workloads are left running."""
         node_path = self.ctx.paths.node
+        # As upstream's kubepods cgroup: CPU by shares only. A CFS quota here would cap every
+        # pod's limit at the node's allocatable (v1 quotas are hierarchical: EINVAL), while
+        # upstream lets a limit exceed it.
         node_cgroup = CgroupResources(
             cpu_shares=milli_cpu_to_shares(self.config.cpu_milli),
-            cpu_quota_us=milli_cpu_to_quota(self.config.cpu_milli),
+            cpu_quota_us=None,
             memory_limit_bytes=self.config.memory_bytes,
         )
         await asyncio.to_thread(self.driver.create, node_path, node_cgroup)
