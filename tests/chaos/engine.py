@@ -79,6 +79,7 @@ class Report:
     seconds: float = 0.0
     dump: Path | None = None
     errors: dict[str, int] = dataclasses.field(default_factory=dict)
+    error_samples: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def summary(self) -> str:
         kills = ", ".join(f"{k} {v}" for k, v in sorted(self.kills.items())) or "none"
@@ -378,6 +379,7 @@ class Engine:
             self.report.operations = storm.operations
             self.report.acknowledged = storm.acknowledged
             self.report.errors = dict(storm.errors)
+            self.report.error_samples = dict(storm.error_samples)
             calm = time.time()
             await asyncio.to_thread(target.ensure_running)
             await self._wait_components(target)
