@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import os
 import select
 import signal
@@ -18,7 +19,7 @@ from inplace.node.cgroups import (
     CgroupWriteError,
     V1Driver,
 )
-from inplace.node.runtime import ProcessRuntime, ProcessSpec
+from inplace.node.runtime import STATE_SUFFIX, ProcessRuntime, ProcessSpec
 from tests.poll import await_until
 
 from .conftest import needs_v1, python_cmd, workload_env
@@ -196,6 +197,23 @@ async def test_oom_kill_is_detected(v1_driver: V1Driver, tmp_path: Path) -> None
     assert status.exit_code == 128 + signal.SIGKILL
     assert status.oom_killed
     assert v1_driver.oom_kill_count("pod/c") >= 1
+
+
+async def test_the_shim_stays_out_of_the_container_cgroup(
+    v1_driver: V1Driver, tmp_path: Path
+) -> None:
+    """Only the workload is in the container's cgroup: the shim's memory is not charged to the
+    container, and an OOM kill under a limit close to what the workload uses takes the
+    workload, never the witness, so it is reported OOMKilled (found by the chaos storm: a
+    12Mi container's shim, unprotected where oom_score_adj cannot be lowered, was killed
+    first and the exit reported ContainerStatusUnknown)."""
+    v1_driver.create("pod/c", CgroupResources(None, None, memory_limit_bytes=12 * Mi))
+    runtime = ProcessRuntime(v1_driver)
+    proc = await runtime.start(spec(tmp_path, allocate_in_steps(60), "pod/c"))
+    state = json.loads(Path(proc.log_path + STATE_SUFFIX).read_text())
+    assert state["shim_pid"] not in v1_driver.pids("pod/c")
+    status = await asyncio.wait_for(runtime.wait(proc), 60)
+    assert (status.signal, status.oom_killed, status.unknown) == (signal.SIGKILL, True, False)
 
 
 async def test_plain_sigkill_is_not_oom(v1_driver: V1Driver, tmp_path: Path) -> None:

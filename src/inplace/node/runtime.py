@@ -15,17 +15,20 @@ per-line time is recorded).
 child is unknowable from outside. Each container therefore gets a tiny supervisor, the *shim*
 (:data:`SHIM_SOURCE`, run as ``python3 -I -S -c``, no import of this package, ~10 ms to start):
 it forks the workload, waits for it, and writes ``<log_path>.exit.json`` (exit code, signal,
-finish time) atomically. The shim lives in the container's cgroup and session, so it survives
-the agent exactly as the workload does. The agent writes ``<log_path>.state.json`` at start
-(workload and shim pid + start time, cgroup path, the cgroup's OOM-kill count at start) so a
-new agent can :meth:`ProcessRuntime.adopt` the process and still answer :meth:`wait` with the
+finish time) atomically. The shim lives in the container's session, so it survives the agent
+exactly as the workload does, but not in its cgroup: its memory is not charged to the
+container, and the container's OOM killer (or freezer) cannot take the witness — lowering its
+``oom_score_adj`` is not enough, and is refused where the agent lacks CAP_SYS_RESOURCE. The
+agent writes ``<log_path>.state.json`` at start (workload and shim pid + start time, cgroup
+path, the cgroup's OOM-kill count at start) so a new agent can :meth:`ProcessRuntime.adopt` the process and still answer :meth:`wait` with the
 right exit code and OOM verdict — even when the workload exited while no agent was running.
 
-**The workload is in its cgroup before its first instruction.** The agent spawns the shim, puts
-the shim's pid in the cgroup (:meth:`CgroupDriver.add_process`, any driver), and only then
-writes ``go`` on a pipe; the shim forks the workload after ``go``, so the workload is born in
-the cgroup and its first allocation is charged there. If the agent dies before ``go``, the shim
-reads EOF and exits 125 without running anything. Alternatives rejected: ``preexec_fn``
+**The workload is in its cgroup before its first instruction.** The shim forks the workload
+at once and reports ``child N``; the child waits for ``go`` on a pipe. The agent puts the
+child's pid in the cgroup (:meth:`CgroupDriver.add_process`, any driver) and only then writes
+``go``; the child then enters its sandbox and execs, so everything the workload allocates is
+charged to the cgroup. If the agent dies before ``go``, the child reads EOF and exits 125
+without running anything. Alternatives rejected: ``preexec_fn``
 (unsafe in a process with threads — ``asyncio.to_thread`` pools — and driver-specific), and a
 ``sh -c 'echo $$ > cgroup.procs; exec …'`` trampoline (cgroup-file-specific, racy to report
 errors, and it still leaves no one to record the exit code).
@@ -58,7 +61,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,8 +106,9 @@ _POLL_INTERVAL = 0.05
 SHIM_SOURCE = Path(__file__).with_name("shim.py").read_text()
 """The per-container supervisor (:mod:`inplace.node.shim`), run by the agent as ``python3 -I
 -S -c SHIM_SOURCE shim go_fd report_fd exit_path launch_path|- command...``. Protocol: agent →
-``go`` on go_fd (after the cgroup move); shim → ``pid N`` or ``error CODE MSG`` on report_fd
-then closes it; agent closes go_fd (ack, after reading the workload's start time); shim waits,
+``child N`` line on report_fd (the forked workload, waiting); agent → ``go`` on go_fd (after
+moving that child into the cgroup); shim → ``pid N`` or ``error CODE MSG`` on report_fd then
+closes it; agent closes go_fd (ack, after reading the workload's start time); shim waits,
 then writes exit_path. The workload enters its sandbox (the launch file) before ``execve``."""
 
 
@@ -247,13 +251,22 @@ class ProcessRuntime:
             os.close(report_w)
 
         pid: int | None = None
+        child: int | None = None
         try:
+            pipe = _Pipe(report_r)
+            forked = (await pipe.read_line(_HANDSHAKE_TIMEOUT)).decode(errors="replace").split()
+            if len(forked) != 2 or forked[0] != "child":
+                raise ProcessStartError(
+                    f"the shim did not fork the workload (shim said {forked!r}; its errors are "
+                    f"in {spec.log_path})"
+                )
+            child = int(forked[1])
             try:
-                await asyncio.to_thread(self._driver.add_process, spec.cgroup_path, popen.pid)
+                await asyncio.to_thread(self._driver.add_process, spec.cgroup_path, child)
             except (CgroupError, OSError) as exc:
                 raise ProcessStartError(f"cannot put the process in its cgroup: {exc}") from exc
             os.write(go_w, b"go")
-            report = await _read_until_eof(report_r, _HANDSHAKE_TIMEOUT)
+            report = await pipe.read_to_eof(_HANDSHAKE_TIMEOUT)
             words = report.decode(errors="replace").split(" ", 2)
             if words[0] == "error" and len(words) >= 2:
                 code = int(words[1])
@@ -285,6 +298,9 @@ class ProcessRuntime:
             if pid is not None:  # started, but we cannot track it: do not leave it running
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
+            elif child is not None:  # closing go makes it exit; a kill does not wait for that
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
             os.close(go_w)
             os.close(report_r)
             await _reap_after_failure(popen)
@@ -510,36 +526,57 @@ async def _reap_after_failure(popen: subprocess.Popen[bytes]) -> None:
         await asyncio.to_thread(popen.wait)
 
 
-async def _read_until_eof(fd: int, timeout: float) -> bytes:
-    """Read a pipe to EOF on the event loop (no thread left behind on cancellation)."""
-    os.set_blocking(fd, False)
-    loop = asyncio.get_running_loop()
-    data = bytearray()
-    done: asyncio.Future[None] = loop.create_future()
+class _Pipe:
+    """Reads the shim's report pipe on the event loop (no thread left behind on cancellation):
+    first the ``child N`` line, then the rest to EOF."""
 
-    def readable() -> None:
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self.fd = fd
+        self.data = bytearray()
+        self.eof = False
+
+    async def read_line(self, timeout: float) -> bytes:
+        await self._read(timeout, lambda: b"\n" in self.data)
+        line, _, rest = bytes(self.data).partition(b"\n")
+        self.data = bytearray(rest)
+        return line
+
+    async def read_to_eof(self, timeout: float) -> bytes:
+        await self._read(timeout, lambda: False)
+        return bytes(self.data)
+
+    async def _read(self, timeout: float, enough: Callable[[], bool]) -> None:
+        if self.eof or enough():
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if not done.done():
+                    done.set_exception(exc)
+                return
+            if not chunk:
+                self.eof = True
+            self.data.extend(chunk)
+            if (self.eof or enough()) and not done.done():
+                done.set_result(None)
+
+        loop.add_reader(self.fd, readable)
         try:
-            chunk = os.read(fd, 4096)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            if not done.done():
-                done.set_exception(exc)
-            return
-        if chunk:
-            data.extend(chunk)
-        elif not done.done():
-            done.set_result(None)
-
-    loop.add_reader(fd, readable)
-    try:
-        async with asyncio.timeout(timeout):
-            await done
-    except TimeoutError:
-        raise ProcessStartError("timed out waiting for the shim to start the workload") from None
-    finally:
-        loop.remove_reader(fd)
-    return bytes(data)
+            async with asyncio.timeout(timeout):
+                await done
+        except TimeoutError:
+            raise ProcessStartError(
+                "timed out waiting for the shim to start the workload"
+            ) from None
+        finally:
+            loop.remove_reader(self.fd)
 
 
 def _read_json(path: str) -> dict[str, Any] | None:

@@ -559,8 +559,6 @@ def write_status(path: str, status: dict[str, Any]) -> None:
 def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv: list[str]) -> int:
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(s, signal.SIG_IGN)
-    if os.read(go_fd, 2) != b"go":  # the agent died before we were in the cgroup
-        os._exit(125)
     launch = read_launch(launch_path)
     if launch is not None:
         libc()  # loaded before the fork, so the child does no dlopen
@@ -581,8 +579,12 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
         try:
             os.setpgid(0, 0)
             os.close(err_r)
-            os.close(go_fd)
             os.close(report_fd)
+            # The agent moves this process (not the shim) into the container's cgroup, then
+            # says go: the workload is charged there from its first instruction.
+            if os.read(go_fd, 2) != b"go":  # the agent died before the cgroup move
+                os._exit(125)
+            os.close(go_fd)
             for s in signal.valid_signals():
                 if s not in (signal.SIGKILL, signal.SIGSTOP):
                     try:
@@ -609,6 +611,10 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
             except BaseException:
                 pass
         os._exit(code)
+    try:
+        os.write(report_fd, f"child {pid}\n".encode())
+    except OSError:  # the agent is gone: the child reads EOF instead of go and exits
+        pass
     os.close(err_w)
     try:
         os.setpgid(pid, pid)
