@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from inplace.api.vpa_targets import controlling_vpa, pod_matches, resolve_target, top_controller
+from inplace.api.vpa_targets import (
+    Lookup,
+    answering_vpa,
+    controlling_vpa,
+    pod_matches,
+    resolve_target,
+    top_controller,
+)
 
 NS = "default"
 
@@ -125,3 +132,101 @@ def test_the_oldest_matching_vpa_controls_a_pod() -> None:
     chosen = controlling_vpa(pod({"app": "web"}), [newer, other, older], lookup)
     assert chosen is older
     assert controlling_vpa(pod({"app": "nothing"}), [newer, older], lookup) is None
+
+
+# -- the one rule of coverage: the cases where the old per-component rules differed ---------
+
+WEB_POD = pod({"app": "web"})  # owned by ReplicaSet web-1, owned by Deployment web
+
+
+def with_mode(v: dict[str, Any], mode: str | None, namespace: str = NS) -> dict[str, Any]:
+    if mode is not None:
+        v["spec"]["updatePolicy"] = {"updateMode": mode}
+    v["metadata"]["namespace"] = namespace
+    return v
+
+
+def no_deployment(group: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+    """The cache lost Deployment ``web`` (deleted, not yet synced): its target cannot be read."""
+    return None if kind == "Deployment" else lookup(group, kind, name, namespace)
+
+
+CASES = {
+    # name: (vpas, lookup, the controlling VPA, the VPA whose updater answers)
+    "none": ([], lookup, None, None),
+    "the deployment": ([vpa("Deployment", "web", "web")], lookup, "web", "web"),
+    "the deployment, Off": (
+        [with_mode(vpa("Deployment", "web", "web"), "Off")],
+        lookup,
+        "web",
+        None,
+    ),
+    "the deployment, Initial": (
+        [with_mode(vpa("Deployment", "web", "web"), "Initial")],
+        lookup,
+        "web",
+        None,
+    ),
+    # The target's name is the pod's top controller, but it cannot be read: no selector, so
+    # no pods (a targetRef-only match called it covered and kept the responder away).
+    "target not in the cache": ([vpa("Deployment", "web", "web")], no_deployment, None, None),
+    "target does not exist": ([vpa("Deployment", "missing", "m")], lookup, None, None),
+    # An intermediate ReplicaSet is not a valid target (ConfigUnsupported): it controls
+    # nothing (an owner-chain match called it covering).
+    "an intermediate ReplicaSet": ([vpa("ReplicaSet", "web-1", "rs")], lookup, None, None),
+    "a kind this cluster does not serve": ([vpa("StatefulSet", "web", "s")], lookup, None, None),
+    "two VPAs, the oldest wins (not the first by name)": (
+        [
+            vpa("Deployment", "web", "a-young", "2026-02-01T00:00:00Z"),
+            vpa("Deployment", "web", "z-old", "2026-01-01T00:00:00Z"),
+        ],
+        lookup,
+        "z-old",
+        "z-old",
+    ),
+    "two VPAs, the oldest is Off: nobody's updater answers": (
+        [
+            vpa("Deployment", "web", "a-young", "2026-02-01T00:00:00Z"),
+            with_mode(vpa("Deployment", "web", "z-old", "2026-01-01T00:00:00Z"), "Off"),
+        ],
+        lookup,
+        "z-old",
+        None,
+    ),
+    "two VPAs, the oldest cannot be read: the other controls": (
+        [
+            vpa("Deployment", "web", "young", "2026-02-01T00:00:00Z"),
+            vpa("ReplicaSet", "web-1", "old", "2026-01-01T00:00:00Z"),
+        ],
+        lookup,
+        "young",
+        "young",
+    ),
+    "a VPA in another namespace": (
+        [with_mode(vpa("Deployment", "web", "web"), None, "prod")],
+        lookup,
+        None,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize(("vpas", "lookup_", "controlling", "answering"), CASES.values(), ids=CASES)
+def test_one_rule_of_coverage(
+    vpas: list[dict[str, Any]],
+    lookup_: Lookup,
+    controlling: str | None,
+    answering: str | None,
+) -> None:
+    def name(v: Mapping[str, Any] | None) -> str | None:
+        return v["metadata"]["name"] if v is not None else None
+
+    assert name(controlling_vpa(WEB_POD, vpas, lookup_)) == controlling
+    assert name(answering_vpa(WEB_POD, vpas, lookup_)) == answering
+
+
+def test_a_pod_outside_the_targets_selector_is_not_controlled() -> None:
+    """Owned by the target's ReplicaSet but relabelled out of its selector (orphaned by
+    selector): the VPA does not control it, though its owner chain reaches the target."""
+    relabelled = pod({"app": "debug"})
+    assert controlling_vpa(relabelled, [vpa("Deployment", "web")], lookup) is None

@@ -18,7 +18,6 @@ from inplace.dashboard.model import (
     resize_state,
     status_markers,
     summarize,
-    vpa_covers,
     with_decision,
 )
 
@@ -285,22 +284,11 @@ def test_paused_since() -> None:
     assert paused_since(pod(status=running(SPEC))) is None
 
 
-def test_owner_chain_and_vpa_coverage() -> None:
+def test_owner_chain() -> None:
     s = summarize(pod(owner=("ReplicaSet", "web-1")))
     owners = {("ReplicaSet", "web-1"): Owner("Deployment", "web")}
     chain = owner_chain(s, lambda kind, ns, name: owners.get((kind, name)))
     assert chain == [Owner("ReplicaSet", "web-1", "o"), Owner("Deployment", "web")]
-
-    def vpa(kind: str, name: str, namespace: str = "ns") -> dict[str, Any]:
-        return {
-            "metadata": {"name": "v", "namespace": namespace},
-            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": name}},
-        }
-
-    assert vpa_covers(vpa("Deployment", "web"), "ns", chain)
-    assert vpa_covers(vpa("ReplicaSet", "web-1"), "ns", chain)
-    assert not vpa_covers(vpa("Deployment", "web", "other"), "ns", chain)
-    assert not vpa_covers(vpa("Deployment", "api"), "ns", chain)
     assert owner_chain(summarize(pod()), lambda *_: None) == []
 
 

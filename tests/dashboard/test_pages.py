@@ -190,7 +190,14 @@ async def test_one_pod_shows_the_vpa_band_a_pause_markers_and_why_it_waits(board
         "uid": job["metadata"]["uid"],
     }
     created = await board.client.create(
-        PODS, pod("crunch-1", owner=owner, annotations={"inplace.dev/oom-kill-disable": "true"})
+        PODS,
+        pod(
+            "crunch-1",
+            owner=owner,
+            # the Job's selector (defaulted to its uid), as the Job controller labels its pods
+            labels=job["spec"]["selector"]["matchLabels"],
+            annotations={"inplace.dev/oom-kill-disable": "true"},
+        ),
     )
     uid = created["metadata"]["uid"]
     board.usage[("default", "crunch-1")] = {"main": (90_000_000, 100 * Mi)}

@@ -217,6 +217,8 @@ async def test_a_vpa_band_follows_the_recommendation_written_to_its_status(board
 
     created = await board.client.create(JOBS, job)
     owned = pod("crunch-1")
+    # the Job's selector (defaulted to its uid), as the Job controller labels its pods
+    owned["metadata"]["labels"] = created["spec"]["selector"]["matchLabels"]
     owned["metadata"]["ownerReferences"] = [
         {
             "apiVersion": "batch/v1",

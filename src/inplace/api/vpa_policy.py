@@ -48,6 +48,7 @@ __all__ = [
     "recommendation_for",
     "resize_body",
     "update_mode",
+    "updates_running_pods",
 ]
 
 OFF: Final = "Off"
@@ -77,6 +78,12 @@ def update_mode(vpa: Mapping[str, Any]) -> str:
     """``spec.updatePolicy.updateMode``, ``Recreate`` when unset (upstream's ``GetUpdateMode``)."""
     mode = _get(vpa, "spec", "updatePolicy", "updateMode")
     return mode if isinstance(mode, str) and mode else RECREATE
+
+
+def updates_running_pods(vpa: Mapping[str, Any]) -> bool:
+    """The VPA's updater acts on running pods: its mode is neither ``Off`` nor ``Initial``
+    (those only recommend, or apply at admission)."""
+    return update_mode(vpa) not in (OFF, INITIAL)
 
 
 def min_replicas(vpa: Mapping[str, Any], default: int) -> int:

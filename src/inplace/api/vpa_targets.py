@@ -15,9 +15,15 @@ admission, so all three agree on the pods of a VPA. The rule, as upstream's:
 * a pod is controlled by a VPA when it is in the VPA's namespace, its labels match the
   target's selector, and its top-most well-known controller (owner references walked up)
   is the target; when several VPAs control one pod, the oldest wins (then by name), as
-  upstream's ``GetControllingVPAForPod`` decides. The memory-pause responder goes by the
-  same rule: a pod whose controlling VPA lets it touch running pods (not ``Off`` nor
-  ``Initial``) is answered by the VPA updater, never by the responder.
+  upstream's ``GetControllingVPAForPod`` decides (:func:`controlling_vpa`).
+
+This is the one rule of coverage: the recommender (whose history a pod feeds), the updater
+(which pods a VPA updates), the API server's admission, the memory-pause responder and the
+dashboard all call :func:`controlling_vpa`. A pod paused at its memory limit is answered by
+exactly one of the VPA updater and the memory-pause responder: by the updater when
+:func:`answering_vpa` names a VPA (the controlling VPA's mode lets it touch running pods:
+not ``Off`` nor ``Initial``), by the responder when it returns None. A VPA whose target
+cannot be read controls no pod, so it never keeps the responder away.
 """
 
 from __future__ import annotations
@@ -27,12 +33,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inplace.api.selectors import LabelSelector, SelectorError
+from inplace.api.vpa_policy import updates_running_pods
 
 __all__ = [
     "SELECTOR_KINDS",
     "WELL_KNOWN",
     "Lookup",
     "Target",
+    "answering_vpa",
     "controlling_vpa",
     "pod_matches",
     "resolve_target",
@@ -204,3 +212,16 @@ def controlling_vpa(
         if best is None or _order(vpa) < _order(best):
             best = vpa
     return best
+
+
+def answering_vpa(
+    pod: Mapping[str, Any],
+    vpas: Iterable[Mapping[str, Any]],
+    lookup: Lookup,
+    targets: Mapping[tuple[str, str], Target] | None = None,
+) -> Mapping[str, Any] | None:
+    """The VPA whose updater answers ``pod`` (its pauses at the memory limit, its drift from
+    the recommendation): the controlling VPA when its mode updates running pods; None when
+    there is none, or it only recommends (then the memory-pause responder answers)."""
+    vpa = controlling_vpa(pod, vpas, lookup, targets)
+    return vpa if vpa is not None and updates_running_pods(vpa) else None

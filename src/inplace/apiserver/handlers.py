@@ -327,10 +327,19 @@ class Resources:
             info.verb, query, request.headers.get("User-Agent", ""), patch_type
         )
         if info.subresource == "scale":
-            scale = await subresources.write_scale(
-                self.rest, kind, info.namespace, name, body, patch_type, manager, force
+            scale, warnings = await subresources.write_scale(
+                self.rest,
+                kind,
+                info.namespace,
+                name,
+                body,
+                patch_type,
+                manager,
+                force,
+                user=request[USER],
+                dry_run=dry_run,
             )
-            return json_response(scale)
+            return json_response(scale, warnings=warnings)
         if info.subresource not in (None, "status", *kind.strategy.subresources):
             raise StatusError(
                 405, f"{info.verb} is not supported on {kind.plural}/{info.subresource}"

@@ -474,10 +474,13 @@ class REST:
         user: User | None = None,
         manager: str = SERVER_MANAGER,
         managed_fields: bool = False,
+        admitted_as: str | None = None,
     ) -> WriteResult:
         """Merge `obj` into the stored object as the (sub)resource allows, validate, admit,
         CAS. `manager` is credited with what changed in managedFields, unless `managed_fields`
-        (a server-side apply or a write to /scale set them already)."""
+        (a server-side apply or a write to /scale set them already). `admitted_as`: the
+        subresource admission sees when it is not `subresource` (a write to /scale stores the
+        object itself, and is admitted as `scale`, as upstream's)."""
         old = entry.value
         new, defaults = self._prepare_for_update(kind, subresource, old, obj)
         new["apiVersion"] = kind.api_version
@@ -524,9 +527,18 @@ class REST:
                     subresource=subresource,
                     dry_run=dry_run,
                     user=user,
+                    admitted_as=admitted_as,
                 )
         return await self._store_update(
-            kind, namespace, name, entry, new, subresource=subresource, dry_run=dry_run, user=user
+            kind,
+            namespace,
+            name,
+            entry,
+            new,
+            subresource=subresource,
+            dry_run=dry_run,
+            user=user,
+            admitted_as=admitted_as,
         )
 
     async def _store_update(
@@ -540,6 +552,7 @@ class REST:
         subresource: str | None,
         dry_run: bool,
         user: User | None,
+        admitted_as: str | None = None,
     ) -> WriteResult:
         """Validate the update and compare-and-swap it in (or, with no finalizer left on a
         deleted object, complete the deletion)."""
@@ -549,7 +562,7 @@ class REST:
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
         warnings = self._admit(
-            "UPDATE", kind, namespace, name, subresource, new, old, user, dry_run
+            "UPDATE", kind, namespace, name, admitted_as or subresource, new, old, user, dry_run
         )
         if dry_run:
             # As upstream's dry run: what would be written, at the version it was read at

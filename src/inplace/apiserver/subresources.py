@@ -22,6 +22,7 @@ from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
+from inplace.apiserver.auth import User
 from inplace.apiserver.errors import StatusError, bad_request, check_preconditions, conflict
 from inplace.apiserver.rest import REST
 from inplace.store import ConflictError
@@ -186,11 +187,15 @@ async def write_scale(
     patch_type: str | None,
     manager: str,
     force: bool = False,
-) -> dict[str, Any]:
+    *,
+    user: User | None,
+    dry_run: bool = False,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """PUT or PATCH (`patch_type` given, server-side apply included) of `scale`: only
     spec.replicas reaches the object. The Scale's managedFields are the owners of the
     object's replicas, and whoever writes the Scale's replicas takes the object's (upstream's
-    ScaleHandler)."""
+    ScaleHandler). Admission sees the write as the request's ``user`` on subresource
+    ``scale``, as upstream's; returns the Scale and admission's warnings."""
     scales = scale_field_manager()
     for _ in range(8):
         entry = await rest.get_entry(kind, namespace, name)
@@ -201,7 +206,7 @@ async def write_scale(
             current["metadata"]["managedFields"] = entries
         scale = _written_scale(kind, scales, current, body, patch_type, manager, rest.now(), force)
         if scale is None:
-            return scale_of(kind, entry.value)
+            return scale_of(kind, entry.value), ()
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise StatusError(
@@ -224,15 +229,17 @@ async def write_scale(
                 entry,
                 obj,
                 subresource=None,
-                dry_run=False,
+                dry_run=dry_run,
                 strict_revision=True,
+                user=user,
                 managed_fields=True,
+                admitted_as="scale",
             )
         except StatusError as exc:
             if exc.code == 409 and exc.reason == "Conflict":
                 continue
             raise
-        return scale_of(kind, result.obj)
+        return scale_of(kind, result.obj), result.warnings
     raise conflict(kind.plural, kind.group, name)
 
 

@@ -8,9 +8,9 @@
   with reason ``Error`` when it failed) or the older ``status.resize`` field;
 * :func:`event_marker` and :func:`status_markers` find the moments worth a line on a pod's
   chart: resize events, ``MemoryPaused``, OOM kills and restarts;
-* :func:`owner_chain` and :func:`vpa_covers` decide which VerticalPodAutoscaler covers a pod as
-  upstream's VPA does: the targetRef names the pod's top-most controller (a Job, a
-  ReplicaSet or the Deployment above it).
+* :func:`owner_chain` lists a pod's controllers for display; which VerticalPodAutoscaler
+  covers a pod is not decided here but by :func:`inplace.api.vpa_targets.controlling_vpa`,
+  the one rule the VPA and the memory-pause responder go by.
 
 Units everywhere: CPU in millicores, memory in bytes, both floats; ``NaN`` is "not set".
 """
@@ -54,7 +54,6 @@ __all__ = [
     "status_markers",
     "summarize",
     "timestamp",
-    "vpa_covers",
     "with_decision",
     "workload_of",
 ]
@@ -555,16 +554,6 @@ def workload_of(
     if top.kind == "ReplicaSet" and above is not None and above.kind == "Deployment":
         top = above
     return (top.kind, summary.namespace, top.name)
-
-
-def vpa_covers(vpa: Mapping[str, Any], namespace: str, chain: Sequence[Owner]) -> bool:
-    """Whether ``vpa`` targets the top-most controller in ``chain`` (or any of them: a VPA on
-    a ReplicaSet that a Deployment owns still covers its pods)."""
-    if (vpa.get("metadata") or {}).get("namespace") != namespace:
-        return False
-    target = (vpa.get("spec") or {}).get("targetRef") or {}
-    kind, name = target.get("kind"), target.get("name")
-    return any(o.kind == kind and o.name == name for o in chain)
 
 
 def recommendations(vpa: Mapping[str, Any]) -> dict[str, tuple[float, ...]]:

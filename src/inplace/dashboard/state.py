@@ -27,11 +27,12 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.vpa_targets import controlling_vpa
 from inplace.client import (
     DEPLOYMENTS,
     EVENTS,
@@ -60,7 +61,6 @@ from .model import (
     status_markers,
     summarize,
     timestamp,
-    vpa_covers,
     with_decision,
     workload_of,
 )
@@ -122,6 +122,7 @@ class DashboardState:
             "Deployment": self.deployments,
             "Job": self.jobs,
         }
+        self._groups = {"ReplicaSet": REPLICASETS, "Deployment": DEPLOYMENTS, "Job": JOBS}
 
         self.summaries: dict[str, PodSummary] = {}
         self.histories: dict[str, PodHistory] = {}
@@ -151,10 +152,10 @@ class DashboardState:
 
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
         self.events.add_handler(self._event, lambda _old, new: self._event(new), None)
-        self.vpas.add_handler(*self._namespace_handlers())
-        self.replicasets.add_handler(*self._namespace_handlers())
-        for informer in (self.nodes, self.deployments, self.jobs):
-            informer.add_handler(*self._plain_handlers())
+        # A VPA or a workload changing may change which VPA controls a namespace's pods.
+        for informer in (self.vpas, self.replicasets, self.deployments, self.jobs):
+            informer.add_handler(*self._namespace_handlers())
+        self.nodes.add_handler(*self._plain_handlers())
 
     # -- running ---------------------------------------------------------------------------
 
@@ -213,15 +214,18 @@ class DashboardState:
     def chain(self, summary: PodSummary) -> list[Owner]:
         return owner_chain(summary, self.owner_of)
 
-    def covering_vpa(self, summary: PodSummary) -> Obj | None:
-        vpas = self.vpas.by_index("namespace", summary.namespace)
-        if not vpas:
+    def workload(self, group: str, kind: str, name: str, namespace: str) -> Obj | None:
+        """A VPA target or pod owner from the cache (an :data:`~inplace.api.vpa_targets.Lookup`)."""
+        informer = self._owners.get(kind)
+        if informer is None or self._groups[kind].group != group:
             return None
-        chain = self.chain(summary)
-        for vpa in sorted(vpas, key=lambda v: v["metadata"]["name"]):
-            if vpa_covers(vpa, summary.namespace, chain):
-                return vpa
-        return None
+        return informer.get(f"{namespace}/{name}")
+
+    def covering_vpa(self, summary: PodSummary) -> Mapping[str, Any] | None:
+        """The pod's controlling VPA, by the rule the VPA and the memory-pause responder use."""
+        vpas = self.vpas.by_index("namespace", summary.namespace)
+        pod = self.pods.get(summary.key) if vpas else None
+        return controlling_vpa(pod, vpas, self.workload) if pod is not None else None
 
     def _record_recommendation(self, summary: PodSummary, now: float) -> bool:
         vpa = self.covering_vpa(summary)

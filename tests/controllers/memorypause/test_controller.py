@@ -8,7 +8,7 @@ from typing import Any
 
 from inplace.api.memorypause import paused_message
 from inplace.api.timestamps import rfc3339
-from inplace.client import EVENTS, PODS, REPLICASETS, VERTICALPODAUTOSCALERS, Client
+from inplace.client import DEPLOYMENTS, EVENTS, PODS, REPLICASETS, VERTICALPODAUTOSCALERS, Client
 from tests.controllers.conftest import Harness
 from tests.poll import await_until
 
@@ -17,6 +17,7 @@ def paused_pod(name: str, owner: str | None = None, **annotations: str) -> dict[
     meta: dict[str, Any] = {
         "name": name,
         "namespace": "default",
+        "labels": {"app": owner.split("-")[0]} if owner is not None else {},
         "annotations": {
             "inplace.dev/oom-kill-disable": "true",
             "inplace.dev/memory-on-pause": "x1.5",
@@ -139,55 +140,70 @@ async def test_at_the_cap_it_says_so_and_asks_nothing(harness: Harness) -> None:
     assert await memory_limit(client, "capped") == "100Mi"
 
 
-async def test_a_pod_a_vpa_answers_for_is_left_to_it(harness: Harness) -> None:
-    client = harness.client
-    replicaset = {
+def workload(kind: str, name: str, owner: str | None = None) -> dict[str, Any]:
+    """A Deployment or ReplicaSet of no replicas selecting ``app: <name's first word>``."""
+    app = name.split("-")[0]
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": owner,
+                "uid": f"uid-{owner}",
+                "controller": True,
+            }
+        ]
+    return {
         "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {
-            "name": "web-abc",
-            "namespace": "default",
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "name": "web",
-                    "uid": "uid-web",
-                    "controller": True,
-                }
-            ],
-        },
+        "kind": kind,
+        "metadata": meta,
         "spec": {
             "replicas": 0,
-            "selector": {"matchLabels": {"app": "web"}},
+            "selector": {"matchLabels": {"app": app}},
             "template": {
-                "metadata": {"labels": {"app": "web"}},
+                "metadata": {"labels": {"app": app}},
                 "spec": {"containers": [{"name": "main", "image": "x"}]},
             },
         },
     }
-    await client.create(REPLICASETS, replicaset, namespace="default")
-    vpa = {
+
+
+def vpa_on_deployment(name: str) -> dict[str, Any]:
+    return {
         "apiVersion": "autoscaling.k8s.io/v1",
         "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": "web", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "updatePolicy": {"updateMode": "InPlaceOrRecreate"},
         },
     }
-    await client.create(VERTICALPODAUTOSCALERS, vpa, namespace="default")
+
+
+async def test_a_pod_a_vpa_answers_for_is_left_to_it(harness: Harness) -> None:
+    client = harness.client
+    await client.create(DEPLOYMENTS, workload("Deployment", "web"), namespace="default")
+    await client.create(REPLICASETS, workload("ReplicaSet", "web-abc", "web"), namespace="default")
+    await client.create(VERTICALPODAUTOSCALERS, vpa_on_deployment("web"), namespace="default")
+    # A VPA naming the top controller of "unread", a Deployment that does not exist: it
+    # cannot read its target's selector, so it controls no pod and its updater never answers.
+    await client.create(REPLICASETS, workload("ReplicaSet", "api-abc", "api"), namespace="default")
+    await client.create(VERTICALPODAUTOSCALERS, vpa_on_deployment("api"), namespace="default")
     await client.create(PODS, paused_pod("covered", owner="web-abc"), namespace="default")
+    await client.create(PODS, paused_pod("unread", owner="api-abc"), namespace="default")
     await client.create(PODS, paused_pod("alone"), namespace="default")
     manager = await harness.start("memory-pause")
     responder = manager.controllers["memory-pause"]
     await pause(client, "covered")
+    await pause(client, "unread")
     await pause(client, "alone")
 
-    async def alone_bumped() -> bool:
-        return await memory_limit(client, "alone") == "150Mi"
+    async def bumped(name: str) -> bool:
+        return await memory_limit(client, name) == "150Mi"
 
-    await await_until(alone_bumped, what="the pod no VPA covers bumped")
+    await await_until(lambda: bumped("alone"), what="the pod no VPA covers bumped")
+    await await_until(lambda: bumped("unread"), what="the pod of an unreadable target bumped")
     queue = responder.queue  # type: ignore[attr-defined]
     # Paused before "alone" (watch events keep their order), hence already looked at.
     await await_until(

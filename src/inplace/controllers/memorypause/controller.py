@@ -2,7 +2,8 @@
 
 Watch-driven, no polling. Its pod handler enqueues the pods that opted in
 (``inplace.dev/oom-kill-disable``) and carry a ``MemoryPaused=True`` condition; a change of
-a VerticalPodAutoscaler enqueues its namespace's paused pods (coverage may have changed).
+a VerticalPodAutoscaler, and a Deployment, ReplicaSet or Job appearing or going, enqueue
+their namespace's paused pods (coverage may have changed).
 :meth:`MemoryPauseResponder.reconcile` reads the pod from the shared cache and applies
 :func:`~.decision.decide`:
 
@@ -13,8 +14,10 @@ a VerticalPodAutoscaler enqueues its namespace's paused pods (coverage may have 
   ``MemoryBumpFailed`` and is not retried for that generation;
 * ``capped``: event ``MemoryMaxReached`` (once per pod and cap), the pod stays paused;
 * ``wait``, ``give-up``, ``none``: nothing. A deferred resize is retried by the arbiter when
-  room appears; the node agent enforces the pause timeout; a VPA-covered pod
-  (:mod:`.coverage`) is the VPA updater's.
+  room appears; the node agent enforces the pause timeout; a pod that
+  :func:`~.decision.covering_vpa` gives a VPA is that VPA updater's (by
+  :func:`inplace.api.vpa_targets.answering_vpa`, the rule the updater groups its pods by, so
+  exactly one of the two answers a pause).
 """
 
 from __future__ import annotations
@@ -28,9 +31,7 @@ import orjson
 from inplace.api.annotations import OOM_KILL_DISABLE
 from inplace.api.memorypause import memory_paused
 from inplace.client import (
-    JOBS,
     PODS,
-    REPLICASETS,
     VERTICALPODAUTOSCALERS,
     APIInvalidError,
     key_of,
@@ -38,8 +39,8 @@ from inplace.client import (
 
 from ..base import NAMESPACE_INDEX, Context, QueueController
 from ..pods import with_type
-from .coverage import covering_vpa
-from .decision import Decision, decide
+from ..workloads import WorkloadLookup
+from .decision import Decision, covering_vpa, decide
 
 __all__ = ["MemoryPauseResponder"]
 
@@ -64,7 +65,7 @@ class MemoryPauseResponder(QueueController):
         super().__init__(ctx)
         self.pods = ctx.informer(PODS)
         self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
-        self.owners = {"ReplicaSet": ctx.informer(REPLICASETS), "Job": ctx.informer(JOBS)}
+        self.workloads = WorkloadLookup(ctx)
         self.recorder = ctx.recorder(COMPONENT)
         self.sent: dict[str, tuple[Any, bytes]] = {}
         """pod uid → (generation, body) of the last resize sent."""
@@ -72,6 +73,8 @@ class MemoryPauseResponder(QueueController):
         """pod uid → (reason, message) of the last warning recorded."""
         self.pods.add_handler(self._pod, lambda _old, new: self._pod(new), self._gone)
         self.vpas.add_handler(self._vpa, lambda _old, new: self._vpa(new), self._vpa)
+        for informer in self.workloads.informers.values():
+            informer.add_handler(self._workload, None, self._workload)
 
     def _pod(self, pod: Obj) -> None:
         if _opted_in(pod) and memory_paused(pod) is not None:
@@ -87,9 +90,12 @@ class MemoryPauseResponder(QueueController):
         for pod in self.pods.by_index(NAMESPACE_INDEX, namespace):
             self._pod(pod)
 
-    def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
-        informer = self.owners.get(kind)
-        return informer.get(f"{namespace}/{name}") if informer is not None else None
+    def _workload(self, obj: Obj) -> None:
+        """A VPA's target (or a pod's owner) appeared or went: where the namespace has VPAs,
+        which of them answers its paused pods may have changed."""
+        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        if self.vpas.by_index(NAMESPACE_INDEX, namespace):
+            self._vpa(obj)
 
     async def reconcile(self, key: str) -> float | None:
         pod = self.pods.get(key)
@@ -98,7 +104,7 @@ class MemoryPauseResponder(QueueController):
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
         vpas = self.vpas.by_index(NAMESPACE_INDEX, namespace)
-        covered = covering_vpa(pod, vpas, self._lookup) if vpas else None
+        covered = covering_vpa(pod, vpas, self.workloads) if vpas else None
         decision = decide(pod, now=datetime.fromtimestamp(self.ctx.now(), UTC), covered_by=covered)
         if decision.action == "resize":
             await self._resize(pod, decision)

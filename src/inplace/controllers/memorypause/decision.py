@@ -16,12 +16,13 @@ resources its spec asks for and those its status reports) and the time, and answ
   anyone), pending or in progress — the scheduler's arbiter retries a deferred one when room
   appears, so asking again would change nothing;
 * when not to act: not paused, no ``memory-on-pause`` annotation (someone resizes by hand),
-  or a vertical pod autoscaler answers for the pod (:mod:`.coverage`).
+  or a vertical pod autoscaler answers for the pod (:func:`covering_vpa`: the VPA updater's
+  own rule, :func:`inplace.api.vpa_targets.answering_vpa`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
@@ -40,8 +41,9 @@ from inplace.api.memorypause import paused_containers, paused_since
 from inplace.api.quantity import Format, Quantity
 from inplace.api.resources import MEMORY
 from inplace.api.vpa_policy import proportional_limit
+from inplace.api.vpa_targets import Lookup, answering_vpa
 
-__all__ = ["Action", "Decision", "decide"]
+__all__ = ["Action", "Decision", "covering_vpa", "decide"]
 
 Action = Literal["none", "wait", "resize", "capped", "give-up"]
 
@@ -106,6 +108,16 @@ def _condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
 
 def _round_up_mib(value: int) -> int:
     return -(-value // MiB) * MiB
+
+
+def covering_vpa(
+    pod: Mapping[str, Any], vpas: Iterable[Mapping[str, Any]], lookup: Lookup
+) -> str | None:
+    """The name of the VPA whose updater answers ``pod``'s pauses, or None (the responder
+    does): :func:`~inplace.api.vpa_targets.answering_vpa`, the function the VPA updater
+    groups its pods by, so exactly one of the two answers."""
+    vpa = answering_vpa(pod, vpas, lookup)
+    return str((vpa.get("metadata") or {}).get("name") or "") if vpa is not None else None
 
 
 def decide(pod: Mapping[str, Any], *, now: datetime, covered_by: str | None = None) -> Decision:

@@ -10,9 +10,12 @@ manager, thin over the pure code of this package.
   (:mod:`inplace.api.vpa_targets`), and its ``status`` (recommendation and conditions,
   :mod:`.status`) written when it changed. Checkpoints are loaded before the first pass and
   written every ``checkpoint_interval``; those of deleted VPAs are garbage-collected.
-* **Updater.** Every ``updater_interval`` :func:`~.updater.decide` runs for each VPA and its
-  decisions are carried out: ``pods/resize`` for an in-place resize, the Eviction API
-  (disruption budgets apply) for an eviction, with upstream's events on the pod and the VPA.
+* **Updater.** Every ``updater_interval`` :func:`~.updater.decide` runs for each VPA over
+  the pods it controls (:func:`pods_to_update`: those whose controlling VPA it is, by
+  :func:`inplace.api.vpa_targets.controlling_vpa`, the rule the memory-pause responder goes
+  by too) and its decisions are carried out: ``pods/resize`` for an in-place resize, the
+  Eviction API (disruption budgets apply) for an eviction, with upstream's events on the pod
+  and the VPA.
 * **Reaction in seconds.** An OOM kill or a pause wakes both at once for that VPA: the
   recommendation is recomputed with the bump, written, and the updater resizes the pod in
   place, its requests capped by what is free on its node (maxAllowed caps the
@@ -25,33 +28,30 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from inplace.api.annotations import ORIGINAL_RESOURCES
 from inplace.api.timestamps import rfc3339
 from inplace.api.vpa_policy import pod_recommendations
-from inplace.api.vpa_targets import Target, pod_matches, resolve_target
+from inplace.api.vpa_targets import Lookup, Target, controlling_vpa, pod_matches, resolve_target
 from inplace.client import (
-    DEPLOYMENTS,
-    JOBS,
     NODES,
     PODMETRICS,
     PODS,
-    REPLICASETS,
     VERTICALPODAUTOSCALERCHECKPOINTS,
     VERTICALPODAUTOSCALERS,
     APIAlreadyExistsError,
     APIError,
     APINotFoundError,
     APITooManyRequestsError,
-    Resource,
     key_of,
 )
 
 from ..base import NAMESPACE_INDEX, NODE_INDEX, Context
 from ..pods import with_type
+from ..workloads import WorkloadLookup
 from .checkpoint import checkpoint_objects, load_checkpoints
 from .fit import fit_to_node
 from .inputs import (
@@ -67,7 +67,7 @@ from .settings import RecommenderSettings, UpdaterSettings, variant
 from .status import same_status, vpa_status
 from .updater import Action, Decision, UpdaterMemory, decide, pod_priority
 
-__all__ = ["RECOMMENDER", "UPDATER", "VpaController", "live_settings"]
+__all__ = ["RECOMMENDER", "UPDATER", "VpaController", "live_settings", "pods_to_update"]
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,6 @@ Obj = dict[str, Any]
 RECOMMENDER = "vpa-recommender"
 UPDATER = "vpa-updater"
 """The events' sources (upstream's component names)."""
-
-_KINDS: dict[str, Resource] = {
-    "Deployment": DEPLOYMENTS,
-    "ReplicaSet": REPLICASETS,
-    "Job": JOBS,
-}
 
 
 def live_settings(
@@ -116,7 +110,8 @@ class VpaController:
         self.pods = ctx.informer(PODS)
         self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
         self.nodes = ctx.informer(NODES)
-        self.owners = {kind: ctx.informer(res) for kind, res in _KINDS.items()}
+        self.lookup = WorkloadLookup(ctx)
+        self.owners = self.lookup.informers
         self.recommender_events = ctx.recorder(RECOMMENDER)
         self.updater_events = ctx.recorder(UPDATER)
         self.targets: dict[VpaKey, Target] = {}
@@ -134,27 +129,15 @@ class VpaController:
 
     # -- lookups -----------------------------------------------------------------------------
 
-    def lookup(self, group: str, kind: str, name: str, namespace: str) -> Obj | None:
-        informer = self.owners.get(kind)
-        if informer is None or _KINDS[kind].group != group:
-            return None
-        return informer.get(f"{namespace}/{name}")
-
     def target(self, vpa: Obj) -> Target:
         return resolve_target(vpa, self.lookup)
 
-    def vpa_of(self, pod: Obj) -> tuple[VpaKey, Obj] | None:
-        """The VPA whose history the pod's usage feeds (the oldest that matches)."""
+    def vpa_of(self, pod: Obj) -> tuple[VpaKey, Mapping[str, Any]] | None:
+        """The VPA whose history the pod's usage feeds: its controlling VPA."""
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        best: tuple[VpaKey, Obj] | None = None
-        for vpa in self.vpas.by_index(NAMESPACE_INDEX, namespace):
-            key = _key(vpa)
-            target = self.targets.get(key) or self.target(vpa)
-            if pod_matches(pod, vpa, target, self.lookup) and (
-                best is None or _order(vpa) < _order(best[1])
-            ):
-                best = (key, vpa)
-        return best
+        vpas = self.vpas.by_index(NAMESPACE_INDEX, namespace)
+        vpa = controlling_vpa(pod, vpas, self.lookup, self.targets)
+        return (_key(vpa), vpa) if vpa is not None else None
 
     def pods_of(self, vpa: Obj, target: Target) -> list[Obj]:
         namespace = str((vpa.get("metadata") or {}).get("namespace") or "")
@@ -389,7 +372,7 @@ class VpaController:
         out: dict[tuple[str, str], int] = {}
         for pod in pods:
             for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
-                if ref.get("controller") is not True or ref.get("kind") not in _KINDS:
+                if ref.get("controller") is not True or ref.get("kind") not in self.owners:
                     continue
                 namespace = (pod.get("metadata") or {}).get("namespace")
                 owner = self.owners[ref["kind"]].get(f"{namespace}/{ref.get('name')}")
@@ -402,7 +385,15 @@ class VpaController:
         target = self.targets.get(_key(vpa)) or self.target(vpa)
         if target.unsupported is not None:
             return []
-        pods = self.pods_of(vpa, target)
+        namespace = str((vpa.get("metadata") or {}).get("namespace") or "")
+        pods = pods_to_update(
+            vpa,
+            target,
+            self.pods.by_index(NAMESPACE_INDEX, namespace),
+            self.vpas.by_index(NAMESPACE_INDEX, namespace),
+            self.lookup,
+            self.targets,
+        )
         decisions = decide(
             vpa,
             pods,
@@ -541,6 +532,32 @@ class VpaController:
                 )
 
 
+def pods_to_update(
+    vpa: Mapping[str, Any],
+    target: Target,
+    pods: Iterable[Obj],
+    vpas: Iterable[Mapping[str, Any]],
+    lookup: Lookup,
+    targets: Mapping[VpaKey, Target] | None = None,
+) -> list[Obj]:
+    """The pods ``vpa``'s updater decides for: those it controls (``target`` is its resolved
+    target), as upstream's updater groups live pods by ``GetControllingVPAForPod``. A pod that
+    an older VPA controls is that one's, whatever its mode: a pod is updated by one VPA at
+    most, and one whose controlling VPA is ``Off`` is the memory-pause responder's."""
+    if target.unsupported is not None:
+        return []
+    mine = _key(vpa)
+    namespace_vpas = list(vpas)
+    out = []
+    for pod in pods:
+        if not pod_matches(pod, vpa, target, lookup):
+            continue
+        controlling = controlling_vpa(pod, namespace_vpas, lookup, targets)
+        if controlling is not None and _key(controlling) == mine:
+            out.append(pod)
+    return out
+
+
 def _lent_to_the_rescuer(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> bool:
     """A donor the rescuer shrank (``inplace.dev/original-resources``) whose requests are
     still within [lowerBound, upperBound] is left where it is: the rescuer grows it back to
@@ -555,11 +572,6 @@ def _lent_to_the_rescuer(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> bool
 def _key(vpa: Mapping[str, Any]) -> VpaKey:
     meta = vpa.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _order(vpa: Mapping[str, Any]) -> tuple[str, str]:
-    meta = vpa.get("metadata") or {}
-    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
 
 def _types(vpa: Mapping[str, Any]) -> set[str]:

@@ -36,8 +36,6 @@ from inplace.api.timestamps import parse_rfc3339
 from inplace.api.vpa_policy import (
     IN_PLACE,
     IN_PLACE_OR_RECREATE,
-    INITIAL,
-    OFF,
     ContainerResources,
     PodRecommendation,
     container_policy,
@@ -47,6 +45,7 @@ from inplace.api.vpa_policy import (
     pod_recommendations,
     resize_body,
     update_mode,
+    updates_running_pods,
 )
 
 from .settings import UpdaterSettings
@@ -413,7 +412,7 @@ def decide(
     memory = memory if memory is not None else UpdaterMemory()
     live = _live(pods)
     mode = update_mode(vpa)
-    if mode in (OFF, INITIAL):
+    if not updates_running_pods(vpa):
         return [Decision(pod_key(p), Action.NONE, f"updateMode {mode}") for p in live]
     if not _get(vpa, "status", "recommendation", "containerRecommendations"):
         return [Decision(pod_key(p), Action.WAIT, "no recommendation yet") for p in live]
