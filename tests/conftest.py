@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,7 @@ class Cluster:
         still in this cluster's cgroups is killed and the cgroups removed."""
         if self.process.poll() is None:
             if clean and sig == signal.SIGTERM:
-                self.kubectl(
+                deleted = self.kubectl(
                     "delete",
                     "pods",
                     "--all",
@@ -116,6 +117,8 @@ class Cluster:
                     check=False,
                     timeout=90,
                 )
+                if deleted.returncode != 0:
+                    self.warn_stuck_pods()
             self.process.send_signal(sig)
             try:
                 self.process.wait(30)
@@ -125,6 +128,24 @@ class Cluster:
         if clean and sig == signal.SIGTERM and self.process.poll() is not None:
             reap_cgroups(self.data_dir)
             reap_mounts(self.data_dir)
+
+    def warn_stuck_pods(self) -> None:
+        """Name the pods a clean stop's delete waited for in vain (a pod stuck
+        ``Terminating`` is a bug, in a test that leaves it or in the cluster)."""
+        left = self.kubectl(
+            "get",
+            "pods",
+            "-A",
+            "-o",
+            "custom-columns=POD:.metadata.name,NS:.metadata.namespace,NODE:.spec.nodeName,"
+            "DELETED:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers",
+            "--no-headers",
+            check=False,
+        )
+        warnings.warn(
+            f"pods still there after the teardown's 60 s delete:\n{left.stdout}{left.stderr}",
+            stacklevel=3,
+        )
 
 
 def reap_mounts(directory: Path) -> None:

@@ -76,6 +76,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="how often node health is checked (5s)",
     )
     parser.add_argument(
+        "--terminated-pod-gc-threshold",
+        type=int,
+        default=12500,
+        help="finished pods kept before the pod garbage collector deletes the oldest "
+        "(12500; 0: never)",
+    )
+    parser.add_argument(
         "--resize-replace-after",
         type=parse_duration,
         default=30.0,
@@ -130,6 +137,7 @@ async def run(args: argparse.Namespace) -> None:
         "node_monitor_grace_period": args.node_monitor_grace_period,
         "node_monitor_period": args.node_monitor_period,
         "resize_replace_after": args.resize_replace_after,
+        "terminated_pod_gc_threshold": args.terminated_pod_gc_threshold,
         "local_path_root": args.default_local_storage_path,
         **rescue_options(args),
         "vpa_variant": args.vpa_variant,

@@ -84,6 +84,12 @@ def _node_lifecycle(ctx: Context) -> Controller:
     return NodeLifecycleController(ctx)
 
 
+def _pod_gc(ctx: Context) -> Controller:
+    from .podgc.controller import PodGarbageCollector
+
+    return PodGarbageCollector(ctx)
+
+
 def _taint_eviction(ctx: Context) -> Controller:
     from .nodelifecycle.eviction import TaintEvictionController
 
@@ -181,6 +187,14 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _node_lifecycle,
         "marks nodes whose Lease expired Unknown and taints not-ready/unreachable nodes",
         service_account="node-controller",
+    ),
+    ControllerSpec(
+        "pod-garbage-collector-controller",
+        ("podgc", "pod-garbage-collector"),
+        _pod_gc,
+        "force-deletes pods bound to nodes that are gone, terminating unscheduled pods, and "
+        "finished pods beyond the threshold",
+        service_account="pod-garbage-collector",
     ),
     ControllerSpec(
         "taint-eviction-controller",
