@@ -314,7 +314,7 @@ class FakeController:
         self.view.set_claim(updated)
         return updated
 
-    def bind(self, name: str, volume_name: str, node_name: str) -> None:
+    def bind(self, name: str, volume_name: str, node_name: str, *, phase: bool = True) -> None:
         """The controller provisions a volume on ``node_name`` and binds the claim to it."""
         self.view.set_volume(volume(volume_name, node_name, cls="local-path"))
         current = self.view.claims[f"default/{name}"]
@@ -324,6 +324,14 @@ class FakeController:
         meta["resourceVersion"] = str(self.version)
         spec = {**current["spec"], "volumeName": volume_name}
         self.view.set_claim({**current, "metadata": meta, "spec": spec})
+        if phase:
+            self.set_phase(name, "Bound")
+
+    def set_phase(self, name: str, phase: str) -> None:
+        current = self.view.claims[f"default/{name}"]
+        self.version += 1
+        meta = {**current["metadata"], "resourceVersion": str(self.version)}
+        self.view.set_claim({**current, "metadata": meta, "status": {"phase": phase}})
 
     def annotate(self, name: str, **annotations: str) -> None:
         current = self.view.claims[f"default/{name}"]
@@ -367,6 +375,19 @@ async def test_pre_bind_selects_the_node_and_waits_until_the_claims_are_bound() 
     api.bind("chosen", "pvc-chosen", "node-1")
     status = await asyncio.wait_for(task, 10)
     assert status.ok
+
+
+async def test_pre_bind_waits_for_the_bound_phase_too() -> None:
+    """Upstream stops at "fully bound" (volumeName and bind-completed); here the pod is bound
+    only once the claim also reads Bound, the controller's next write."""
+    api, framework, state, info = prepared(claim("fresh"), claims=("fresh",))
+    task = asyncio.create_task(framework.pre_bind(state, info, "node-1"))
+    await asyncio.sleep(0.01)
+    api.bind("fresh", "pvc-fresh", "node-1", phase=False)
+    await asyncio.sleep(0.01)
+    assert not task.done()
+    api.set_phase("fresh", "Bound")
+    assert (await asyncio.wait_for(task, 10)).ok
 
 
 @pytest.mark.parametrize(

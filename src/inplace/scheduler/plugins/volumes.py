@@ -17,10 +17,12 @@
   ``volume.kubernetes.io/selected-node: <node>``; then the plugin waits, at most
   ``bind_timeout`` seconds (upstream's ``bindTimeoutSeconds``, 600), until the
   PersistentVolume controller has bound every one of them fully (``volumeName`` and
-  ``pv.kubernetes.io/bind-completed``) to a volume that admits the node. Only then is the pod
-  bound. The wait is woken by the scheduler's informers (:meth:`VolumeObjects.changed`), not
-  by polling. The claim gone, its ``selected-node`` moved or removed (a provisioner gives a
-  claim back that way), the pod gone, or the time up is an error
+  ``pv.kubernetes.io/bind-completed``, upstream's test, and phase ``Bound``, the
+  controller's next write, so a pod is never bound before its claim reads ``Bound``) to a
+  volume that admits the node. Only then is the pod bound. The wait is woken by the
+  scheduler's informers (:meth:`VolumeObjects.changed`), not by polling. The claim gone, its
+  ``selected-node`` moved or removed (a provisioner gives a claim back that way), the pod
+  gone, or the time up is an error
   (``binding volumes: timed out waiting for the condition``) and the pod goes back to the
   queue with back-off, as upstream.
 
@@ -365,8 +367,9 @@ class VolumeBinding:
                     continue
                 if not volume_allows_node(volume, node, labels):
                     return f'pv "{volume_name}" node affinity doesn\'t match node "{node}"', False
-            if not claim_fully_bound(claim):
-                done = False
+            phase = (claim.get("status") or {}).get("phase")
+            if not claim_fully_bound(claim) or phase != "Bound":
+                done = False  # upstream stops at fully bound; the phase is one write later
         return "", done
 
 
