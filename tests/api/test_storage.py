@@ -16,9 +16,12 @@ from inplace.api.storage import (
     access_modes_text,
     binding_mode,
     claim_class,
+    claim_fully_bound,
     claim_names,
     default_class,
     storage_bytes,
+    topology_allows,
+    uses_read_write_once_pod,
     volume_allows_node,
 )
 from inplace.api.strategy import Rejected
@@ -200,3 +203,82 @@ def test_resize_admission(old: dict[str, Any], new: dict[str, Any], refusal: str
         admit_persistent_volume_claim_resize(new, old, classes)
     assert info.value.code == 403
     assert info.value.message.startswith('persistentvolumeclaims "data" is forbidden: ' + refusal)
+
+
+ZONE_A = {"kubernetes.io/hostname": "node-1", "zone": "a"}
+
+
+@pytest.mark.parametrize(
+    ("topologies", "labels", "allowed"),
+    [
+        (None, ZONE_A, True),
+        ([], ZONE_A, True),
+        ([{"matchLabelExpressions": [{"key": "zone", "values": ["a", "b"]}]}], ZONE_A, True),
+        ([{"matchLabelExpressions": [{"key": "zone", "values": ["b"]}]}], ZONE_A, False),
+        ([{"matchLabelExpressions": [{"key": "rack", "values": ["a"]}]}], ZONE_A, False),
+        # Terms are ORed, the expressions of one term ANDed.
+        (
+            [
+                {"matchLabelExpressions": [{"key": "zone", "values": ["b"]}]},
+                {
+                    "matchLabelExpressions": [
+                        {"key": "zone", "values": ["a"]},
+                        {"key": "kubernetes.io/hostname", "values": ["node-1"]},
+                    ]
+                },
+            ],
+            ZONE_A,
+            True,
+        ),
+        (
+            [
+                {
+                    "matchLabelExpressions": [
+                        {"key": "zone", "values": ["a"]},
+                        {"key": "kubernetes.io/hostname", "values": ["node-2"]},
+                    ]
+                }
+            ],
+            ZONE_A,
+            False,
+        ),
+    ],
+)
+def test_topology_allows(
+    topologies: list[dict[str, Any]] | None, labels: dict[str, str], allowed: bool
+) -> None:
+    storage_class: dict[str, Any] = {"metadata": {"name": "c"}, "provisioner": "p"}
+    if topologies is not None:
+        storage_class["allowedTopologies"] = topologies
+    assert topology_allows(storage_class, labels) is allowed
+    assert topology_allows(None, labels)
+
+
+@pytest.mark.parametrize(
+    ("volume_name", "annotations", "bound"),
+    [
+        ("", {}, False),
+        ("pv", {}, False),  # named but the controller has not finished
+        ("", {"pv.kubernetes.io/bind-completed": "yes"}, False),
+        ("pv", {"pv.kubernetes.io/bind-completed": "yes"}, True),
+        ("pv", {"pv.kubernetes.io/bind-completed": ""}, True),  # presence is what counts
+    ],
+)
+def test_claim_fully_bound(volume_name: str, annotations: dict[str, str], bound: bool) -> None:
+    claim = {"metadata": {"name": "c", "annotations": annotations}, "spec": {}}
+    if volume_name:
+        claim["spec"] = {"volumeName": volume_name}
+    assert claim_fully_bound(claim) is bound
+
+
+@pytest.mark.parametrize(
+    ("modes", "rwop"),
+    [
+        (["ReadWriteOncePod"], True),
+        (["ReadWriteOnce"], False),
+        (["ReadWriteOnce", "ReadOnlyMany"], False),
+        (None, False),
+    ],
+)
+def test_uses_read_write_once_pod(modes: list[str] | None, rwop: bool) -> None:
+    assert uses_read_write_once_pod({"spec": {"accessModes": modes}}) is rwop

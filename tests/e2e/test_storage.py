@@ -4,7 +4,9 @@ kubectl, real processes writing real files under the data dir).
 One cluster with two nodes for the module: a claim keeps its data across a delete and
 re-create of its pod, ``Delete`` removes the volume's directory and ``Retain`` keeps it, a
 claim in use is protected until its pod goes, an unbound ``Immediate`` claim keeps a pod
-unscheduled with upstream's reason, and bad input is a 422 naming the field.
+unscheduled with upstream's reason, a ``WaitForFirstConsumer`` claim is bound (on the node
+the scheduler selected) before its pod is, a ``ReadWriteOncePod`` claim serves one pod at a
+time, and bad input is a 422 naming the field.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from tests.conftest import Cluster, reap_mounts, start_cluster
@@ -66,9 +69,11 @@ def get(cluster: Cluster, *what: str) -> dict[str, Any] | None:
     return dict(json.loads(out.stdout)) if out.returncode == 0 else None
 
 
-def claim_manifest(name: str, storage_class: str | None = None, size: str = "16Mi") -> str:
+def claim_manifest(
+    name: str, storage_class: str | None = None, size: str = "16Mi", mode: str = "ReadWriteOnce"
+) -> str:
     spec: dict[str, Any] = {
-        "accessModes": ["ReadWriteOnce"],
+        "accessModes": [mode],
         "resources": {"requests": {"storage": size}},
     }
     if storage_class is not None:
@@ -119,6 +124,53 @@ def logs(cluster: Cluster, name: str) -> str:
     return cluster.kubectl("logs", name, "-c", "main", check=False).stdout
 
 
+def core_api(cluster: Cluster) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(k8s_config.new_client_from_config(str(cluster.kubeconfig)))
+
+
+def revision_now(cluster: Cluster) -> str:
+    return str(core_api(cluster).list_namespaced_pod("default", limit=1).metadata.resource_version)
+
+
+def binding_revision(cluster: Cluster, pod: str, since: str) -> int:
+    """The store revision at which ``pod`` got its node: the first watch event (replayed
+    from ``since``) that shows ``spec.nodeName``."""
+    api = core_api(cluster)
+    stream = k8s_watch.Watch().stream(
+        api.list_namespaced_pod,
+        "default",
+        field_selector=f"metadata.name={pod}",
+        resource_version=since,
+        timeout_seconds=30,
+    )
+    for event in stream:
+        obj = event["object"]
+        if obj.spec.node_name:
+            return int(obj.metadata.resource_version)
+    raise AssertionError(f"no event shows {pod} bound")
+
+
+def claim_at(cluster: Cluster, name: str, revision: int) -> dict[str, Any]:
+    """The claim as it was at ``revision`` (an exact list from the store's log)."""
+    out = cluster.kubectl(
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/persistentvolumeclaims"
+        f"?fieldSelector=metadata.name={name}&resourceVersion={revision}"
+        "&resourceVersionMatch=Exact",
+    ).stdout
+    items = json.loads(out)["items"]
+    assert len(items) == 1
+    return dict(items[0])
+
+
+def unschedulable_message(cluster: Cluster, name: str) -> str | None:
+    for c in get_pod(cluster, name)["status"].get("conditions") or []:
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            return str(c["message"])
+    return None
+
+
 def test_default_class_is_local_path(storage_cluster: Cluster) -> None:
     out = storage_cluster.kubectl("get", "storageclass").stdout.splitlines()
     assert out[0].split() == [
@@ -151,13 +203,25 @@ def test_pod_keeps_data_across_recreate_and_delete_removes_the_directory(
     assert "kubernetes.io/pvc-protection" in claim["metadata"]["finalizers"]
     assert claim["status"]["phase"] == "Pending"
     write = "echo $HOSTNAME-was-here >> /data/notes; cat /data/notes"
+    since = revision_now(cluster)
     apply(cluster, pod_manifest("writer", "notes", write))
     try:
         pod = wait_until(lambda: running(cluster, "writer"), what="writer Running")
         claim = wait_until(lambda: bound(cluster, "notes"), what="notes Bound")
         node = pod["spec"]["nodeName"]
         volume_name = claim["spec"]["volumeName"]
-        assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
+        annotations = claim["metadata"]["annotations"]
+        assert annotations["volume.kubernetes.io/selected-node"] == node
+        assert annotations["volume.kubernetes.io/storage-provisioner"] == "rancher.io/local-path"
+        assert annotations["volume.beta.kubernetes.io/storage-provisioner"] == (
+            "rancher.io/local-path"
+        )
+        # The scheduler bound the pod only once the claim was Bound (upstream's PreBind):
+        # the claim as it was at the pod's binding revision.
+        then = claim_at(cluster, "notes", binding_revision(cluster, "writer", since))
+        assert then["status"]["phase"] == "Bound"
+        assert then["spec"]["volumeName"] == volume_name
+        assert then["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
         volume = get(cluster, "pv", volume_name)
         assert volume is not None
         assert volume["status"]["phase"] == "Bound"
@@ -268,15 +332,9 @@ def test_unbound_immediate_claim_keeps_the_pod_unscheduled(storage_cluster: Clus
     apply(cluster, claim_manifest("remote", "elsewhere"))
     apply(cluster, pod_manifest("waiter", "remote", "true"))
     try:
-
-        def unschedulable() -> str | None:
-            conditions = get_pod(cluster, "waiter")["status"].get("conditions") or []
-            for c in conditions:
-                if c["type"] == "PodScheduled" and c["status"] == "False":
-                    return str(c["message"])
-            return None
-
-        message = wait_until(unschedulable, what="waiter Unschedulable")
+        message = wait_until(
+            lambda: unschedulable_message(cluster, "waiter"), what="waiter Unschedulable"
+        )
         assert (
             message == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
         )
@@ -323,6 +381,94 @@ def test_unbound_immediate_claim_keeps_the_pod_unscheduled(storage_cluster: Clus
     cluster.kubectl("delete", "pv", "manual", "--wait=true", "--timeout=60s", timeout=70)
 
 
+def test_wait_for_first_consumer_claim_holds_its_pod_until_bound(storage_cluster: Cluster) -> None:
+    """A class whose provisioner never comes: the scheduler selects a node and waits in
+    PreBind; the pod stays unbound until an administrator's volume on that node binds."""
+    cluster = storage_cluster
+    apply(
+        cluster,
+        json.dumps(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": "later"},
+                "provisioner": "example.com/later",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        ),
+    )
+    apply(cluster, claim_manifest("deferred", "later"))
+    apply(cluster, pod_manifest("patient", "deferred", "true"))
+    try:
+
+        def provisioner_asked() -> dict[str, Any] | None:
+            claim = get(cluster, "pvc", "deferred") or {}
+            annotations = claim.get("metadata", {}).get("annotations") or {}
+            if annotations.get("volume.kubernetes.io/storage-provisioner"):
+                return claim
+            return None
+
+        # The controller asks the provisioner only once the scheduler selected a node.
+        claim = wait_until(provisioner_asked, what="deferred sent to its provisioner")
+        node = claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"]
+        assert claim["status"]["phase"] == "Pending"
+        assert not get_pod(cluster, "patient")["spec"].get("nodeName")
+        path = cluster.data_dir.parent / "later-volume"
+        path.mkdir(exist_ok=True)
+        hostname = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+        apply(
+            cluster,
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": "later-volume"},
+                    "spec": {
+                        "capacity": {"storage": "1Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "later",
+                        "persistentVolumeReclaimPolicy": "Delete",
+                        "hostPath": {"path": str(path)},
+                        "nodeAffinity": {
+                            "required": {"nodeSelectorTerms": [{"matchExpressions": [hostname]}]}
+                        },
+                    },
+                }
+            ),
+        )
+        pod = wait_until(lambda: running(cluster, "patient"), what="patient Running")
+        assert pod["spec"]["nodeName"] == node
+        assert (bound(cluster, "deferred") or {})["spec"]["volumeName"] == "later-volume"
+    finally:
+        delete(cluster, "patient")
+    cluster.kubectl("delete", "pvc", "deferred", "--wait=true", "--timeout=60s", timeout=70)
+    cluster.kubectl("delete", "pv", "later-volume", "--wait=true", "--timeout=60s", timeout=70)
+
+
+def test_read_write_once_pod_claim_serves_one_pod_at_a_time(storage_cluster: Cluster) -> None:
+    cluster = storage_cluster
+    apply(cluster, claim_manifest("solo", mode="ReadWriteOncePod"))
+    apply(cluster, pod_manifest("first", "solo", "true"))
+    try:
+        first = wait_until(lambda: running(cluster, "first"), what="first Running")
+        apply(cluster, pod_manifest("second", "solo", "true"))
+        message = wait_until(
+            lambda: unschedulable_message(cluster, "second"), what="second Unschedulable"
+        )
+        assert message == (
+            "0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same "
+            "name and ReadWriteOncePod access mode."
+        )
+        assert not get_pod(cluster, "second")["spec"].get("nodeName")
+        delete(cluster, "first")
+        second = wait_until(lambda: running(cluster, "second"), what="second Running")
+        assert second["spec"]["nodeName"] == first["spec"]["nodeName"]  # the volume's node
+    finally:
+        delete(cluster, "first")
+        delete(cluster, "second")
+    cluster.kubectl("delete", "pvc", "solo", "--wait=true", "--timeout=60s", timeout=70)
+
+
 def test_bad_input_is_422_naming_the_field(storage_cluster: Cluster) -> None:
     cluster = storage_cluster
     bad_claim = {
@@ -336,7 +482,7 @@ def test_bad_input_is_422_naming_the_field(storage_cluster: Cluster) -> None:
     assert 'spec.accessModes: Unsupported value: "ReadWriteAlways"' in out.stderr
     assert 'spec.resources[storage]: Invalid value: "0": must be greater than zero' in out.stderr
     # The official client sees the Status: 422, a cause per field.
-    api = k8s.CoreV1Api(k8s_config.new_client_from_config(str(cluster.kubeconfig)))
+    api = core_api(cluster)
     with pytest.raises(ApiException) as info:
         api.create_namespaced_persistent_volume_claim("default", bad_claim)
     assert info.value.status == 422

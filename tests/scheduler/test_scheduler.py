@@ -124,10 +124,46 @@ async def test_binding_failure_forgets_and_retries_with_backoff() -> None:
     slot = w.sched.cache.slot_of["a"]
     assert int(w.sched.cache.req_cpu[slot]) == 0
     assert w.sched.queue.where("default/p") == "backoff"
+    # Upstream's handleSchedulingFailure: the event, and PodScheduled=False/SchedulerError.
+    failed = ("default/p", "Warning", "FailedScheduling", "binding rejected: 409 Conflict")
+    assert failed in w.actions.events
+    condition = w.actions.conditions("default/p")[-1]
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+    assert condition["message"] == "binding rejected: 409 Conflict"
     w.binder.fail.clear()
     w.clock.advance(1.0)
     await w.run_queue()
     assert w.binder.bound == {"default/p": "a"}
+
+
+class FailingPreBind:
+    name = "VolumeBinding"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def pre_bind(self, state: Any, p: PodInfo, node_name: str) -> Status:
+        self.calls.append(node_name)
+        return Status.error("binding volumes: timed out waiting for the condition")
+
+
+async def test_pre_bind_failure_is_reported_with_upstreams_wording_and_retried() -> None:
+    w = World()
+    pre_bind = FailingPreBind()
+    w.sched.framework = Framework([*w.sched.framework.filters, pre_bind, w.binder])
+    w.nodes(node("a"))
+    w.pods(pod("p"))
+    await w.run_queue()
+    assert pre_bind.calls == ["a"]
+    assert w.binder.bound == {}  # never bound while PreBind fails
+    message = (
+        'running PreBind plugin "VolumeBinding": '
+        "binding volumes: timed out waiting for the condition"
+    )
+    assert w.actions.events[-1] == ("default/p", "Warning", "FailedScheduling", message)
+    assert w.actions.conditions("default/p")[-1]["reason"] == "SchedulerError"
+    assert w.sched.queue.where("default/p") == "backoff"
+    assert not w.sched.cache.is_assumed("default/p")
 
 
 async def test_unschedulable_pod_moves_on_node_added_and_pod_deleted() -> None:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from inplace.api.placement import match_node_selector_terms
 from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.selectors import LabelSelector, SelectorError
 
 __all__ = [
     "ACCESS_MODES",
@@ -30,18 +31,26 @@ __all__ = [
     "LOCAL_PATH_CLASS",
     "LOCAL_PATH_DIRECTORY",
     "LOCAL_PATH_PROVISIONER",
+    "NOT_SUPPORTED_PROVISIONER",
     "PVC_PROTECTION_FINALIZER",
     "PV_PROTECTION_FINALIZER",
+    "READ_WRITE_ONCE_POD",
     "WAIT_FOR_FIRST_CONSUMER",
     "access_modes_text",
     "binding_mode",
     "claim_class",
+    "claim_fully_bound",
     "claim_names",
+    "claim_ref_matches",
     "default_class",
+    "find_best_match",
     "is_default_class",
     "local_path_class",
     "storage_bytes",
+    "topology_allows",
+    "uses_read_write_once_pod",
     "volume_allows_node",
+    "volume_satisfies_claim",
 ]
 
 #: The StorageClass annotation that makes a class the default (``"true"``).
@@ -65,6 +74,13 @@ PV_PROTECTION_FINALIZER: Final = "kubernetes.io/pv-protection"
 
 IMMEDIATE: Final = "Immediate"
 WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
+
+#: The provisioner of a class that cannot provision (upstream ``NotSupportedProvisioner``):
+#: its claims bind only to volumes an administrator made.
+NOT_SUPPORTED_PROVISIONER: Final = "kubernetes.io/no-provisioner"
+
+#: The access mode one pod at a time may use (the scheduler's VolumeRestrictions).
+READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 
 #: The default StorageClass ``inplace up`` creates, and its provisioner: k3s's names, so a
 #: manifest written for k3s (``storageClassName: local-path``) works unchanged.
@@ -177,3 +193,122 @@ def volume_allows_node(volume: Mapping[str, Any], node: str, labels: Mapping[str
         return True
     terms = [t for t in required.get("nodeSelectorTerms") or () if isinstance(t, Mapping)]
     return match_node_selector_terms(terms, labels, node)
+
+
+def topology_allows(storage_class: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Upstream ``MatchTopologySelectorTerms`` over a class's ``allowedTopologies``: none
+    allows every node; else some term whose every ``matchLabelExpressions`` entry has the
+    node's label value among its ``values``."""
+    terms = storage_class.get("allowedTopologies") if storage_class is not None else None
+    if not isinstance(terms, list) or not terms:
+        return True
+    for term in terms:
+        expressions = term.get("matchLabelExpressions") if isinstance(term, Mapping) else None
+        if not isinstance(expressions, list):
+            continue
+        if all(
+            isinstance(e, Mapping)
+            and e.get("key") in labels
+            and labels[str(e.get("key"))] in (e.get("values") or ())
+            for e in expressions
+        ):
+            return True
+    return False
+
+
+def uses_read_write_once_pod(claim: Mapping[str, Any]) -> bool:
+    """The claim asks for ``ReadWriteOncePod`` (upstream ``ContainsAccessMode``)."""
+    modes = (claim.get("spec") or {}).get("accessModes")
+    return isinstance(modes, list) and READ_WRITE_ONCE_POD in modes
+
+
+def claim_fully_bound(claim: Mapping[str, Any]) -> bool:
+    """Upstream ``isPVCFullyBound``: the claim names its volume and the controller marked
+    the binding complete (``pv.kubernetes.io/bind-completed``)."""
+    return bool((claim.get("spec") or {}).get("volumeName")) and (
+        ANN_BIND_COMPLETED in _annotations(claim)
+    )
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def claim_ref_matches(volume: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    """The volume's ``claimRef`` names this claim (and its uid, when it has one)."""
+    ref = _spec(volume).get("claimRef")
+    if not isinstance(ref, Mapping):
+        return False
+    meta = _meta(claim)
+    if ref.get("name") != meta.get("name") or ref.get("namespace") != meta.get("namespace"):
+        return False
+    uid = ref.get("uid")
+    return not uid or uid == meta.get("uid")
+
+
+def volume_satisfies_claim(
+    volume: Mapping[str, Any], claim: Mapping[str, Any], node: str, node_labels: Mapping[str, str]
+) -> bool:
+    """Upstream ``checkVolumeSatisfyClaim`` plus the selector and, for a delayed binding, the
+    node (``node`` "" skips it): class, mode, access modes, size, labels."""
+    spec, claim_spec = _spec(volume), _spec(claim)
+    if (spec.get("storageClassName") or "") != claim_class(claim):
+        return False
+    if (spec.get("volumeMode") or "Filesystem") != (claim_spec.get("volumeMode") or "Filesystem"):
+        return False
+    wanted_modes = set(claim_spec.get("accessModes") or [])
+    if not wanted_modes <= set(spec.get("accessModes") or []):
+        return False
+    requested = storage_bytes((claim_spec.get("resources") or {}).get("requests")) or 0
+    capacity = storage_bytes(spec.get("capacity"))
+    if capacity is None or capacity < requested:
+        return False
+    selector = claim_spec.get("selector")
+    if isinstance(selector, Mapping):
+        try:
+            if not LabelSelector.from_dict(selector).matches(_meta(volume).get("labels") or {}):
+                return False
+        except SelectorError:
+            return False
+    return not node or volume_allows_node(volume, node, node_labels)
+
+
+def find_best_match(
+    claim: Mapping[str, Any],
+    volumes: Iterable[Mapping[str, Any]],
+    node: str = "",
+    node_labels: Mapping[str, str] | None = None,
+) -> Mapping[str, Any] | None:
+    """Upstream ``findBestMatchForClaim``: a volume pre-bound to this claim if one fits, else
+    the smallest unclaimed, not deleting volume that satisfies it (then by name). Shared by
+    the PersistentVolume controller (which binds it) and the scheduler (whose VolumeBinding
+    filter asks whether a node has one)."""
+    labels = node_labels or {}
+    best: Mapping[str, Any] | None = None
+    best_key: tuple[int, str] | None = None
+    for volume in volumes:
+        if _meta(volume).get("deletionTimestamp"):
+            continue
+        ref = _spec(volume).get("claimRef")
+        if isinstance(ref, Mapping):
+            if claim_ref_matches(volume, claim) and volume_satisfies_claim(
+                volume, claim, node, labels
+            ):
+                return volume
+            continue
+        status = volume.get("status")
+        phase = str(status.get("phase") or "") if isinstance(status, Mapping) else ""
+        if phase not in ("Available", "Pending", ""):
+            continue
+        if not volume_satisfies_claim(volume, claim, node, labels):
+            continue
+        key = (storage_bytes(_spec(volume).get("capacity")) or 0, str(_meta(volume).get("name")))
+        if best_key is None or key < best_key:
+            best, best_key = volume, key
+    return best

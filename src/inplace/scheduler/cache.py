@@ -139,6 +139,9 @@ class NodeCache:
         """Node name → keys of the pods charged to it (also for nodes not yet seen)."""
         self.priorities: Counter[int] = Counter()
         """Priorities of the pods in the cache (preemption's fast "nobody lower" check)."""
+        self.claim_users: Counter[str] = Counter()
+        """``namespace/claim`` → how many pods in the cache (bound or assumed, not finished)
+        name the claim: upstream's ``PVCRefCounts``, read by VolumeRestrictions."""
         self.nominated: dict[str, PodInfo] = {}
         """Pending pods nominated to a node by preemption, keyed by pod key."""
 
@@ -352,6 +355,8 @@ class NodeCache:
         self.pods[info.key] = entry
         self.node_pods.setdefault(node, set()).add(info.key)
         self.priorities[info.priority] += 1
+        for claim in info.claims:
+            self.claim_users[f"{info.namespace}/{claim}"] += 1
         self._charge(entry, 1)
         return previous
 
@@ -365,6 +370,11 @@ class NodeCache:
         self.priorities[entry.info.priority] -= 1
         if self.priorities[entry.info.priority] <= 0:
             del self.priorities[entry.info.priority]
+        for claim in entry.info.claims:
+            key = f"{entry.info.namespace}/{claim}"
+            self.claim_users[key] -= 1
+            if self.claim_users[key] <= 0:
+                del self.claim_users[key]
         del self.pods[entry.info.key]
 
     def remove_pod(self, key: str) -> PodEntry | None:

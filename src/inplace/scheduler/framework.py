@@ -44,6 +44,7 @@ from inplace.api.resources import (
     requests_milli_bytes,
     resize_accounting_requests,
 )
+from inplace.api.storage import claim_names
 from inplace.api.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ class PodInfo:
     resize_policy: str = "InPlaceOnly"
     has_owner: bool = False
     preemption_policy: str = "PreemptLowerPriority"
+    claims: tuple[str, ...] = ()
+    """The PersistentVolumeClaims the pod's volumes name (in its namespace)."""
     error: str = ""
     """Non-empty when the pod's resources could not be parsed (it is then unschedulable)."""
 
@@ -373,6 +376,7 @@ def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> Pod
         resize_policy=str(annotations.get(RESIZE_POLICY_ANNOTATION) or "InPlaceOnly"),
         has_owner=bool(meta.get("ownerReferences")),
         preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+        claims=tuple(claim_names(pod)),
         error=error,
     )
 
@@ -571,8 +575,13 @@ class Framework:
     # -- bind --------------------------------------------------------------------------------
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Each PreBind plugin in order; an error reads as upstream's
+        ``running PreBind plugin "NAME": <error>``."""
         for plugin in self.pre_binds:
             status = await plugin.pre_bind(state, pod, node)
+            if status.code == Code.ERROR:
+                reason = f'running PreBind plugin "{plugin.name}": {status.message()}'
+                return Status(Code.ERROR, (reason,), plugin.name)
             if not status.ok:
                 return Status(status.code, status.reasons, plugin.name)
         return Status.success()

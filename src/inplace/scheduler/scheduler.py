@@ -61,7 +61,7 @@ from .framework import (
     sample_size,
 )
 from .metrics import SchedulerMetrics
-from .plugins import VolumeObjects, default_plugins
+from .plugins import BIND_TIMEOUT_SECONDS, VolumeObjects, default_plugins
 from .preemption import DisruptionBudgets, Victims, pick_node, select_victims
 from .queue import QueuedPod, SchedulingQueue
 
@@ -86,6 +86,9 @@ class SchedulerConfig:
     """Post ``Scheduled`` events (``FailedScheduling`` and resize events are always posted)."""
     pod_condition_updates: bool = True
     """Write ``PodScheduled=False`` with the reason when a pod fits nowhere, as upstream."""
+    volume_bind_timeout: float = BIND_TIMEOUT_SECONDS
+    """How long PreBind waits for a pod's ``WaitForFirstConsumer`` claims to be bound
+    (upstream's ``bindTimeoutSeconds``)."""
 
 
 class Scheduler:
@@ -123,6 +126,7 @@ class Scheduler:
                 client,
                 scoring=self.config.scoring,
                 volumes=self.volume_objects if client is not None else None,
+                volume_bind_timeout=self.config.volume_bind_timeout,
             ),
             name=self.config.scheduler_name,
         )
@@ -145,6 +149,7 @@ class Scheduler:
         self._requests_memo: RequestsMemo = {}
         self.pending: dict[str, PodInfo] = {}
         """Pods we are responsible for that are not bound (from the informer)."""
+        self.volume_objects.pod_pending = self.pending.__contains__
         self.rng = rng or random.Random()
         self._next_start = 0
         self._bind_sem = asyncio.Semaphore(self.config.bind_concurrency)
@@ -197,6 +202,7 @@ class Scheduler:
         if not self._responsible(info) or info.terminal or info.deleting:
             if self.pending.pop(key, None) is not None:
                 self.queue.delete(key)
+                self.volume_objects.changed()  # a PreBind wait for it gives up
             self.cache.clear_nomination(key)
             return
         self.pending[key] = info
@@ -209,7 +215,8 @@ class Scheduler:
     def on_pod_delete(self, obj: Mapping[str, Any]) -> None:
         key = key_of(dict(obj))
         self._requests_memo.pop((obj.get("metadata") or {}).get("uid") or "", None)
-        self.pending.pop(key, None)
+        if self.pending.pop(key, None) is not None:
+            self.volume_objects.changed()  # a PreBind wait for it gives up
         self.queue.delete(key)
         self.cache.clear_nomination(key)
         self.arbiter.forget(key)
@@ -350,11 +357,17 @@ class Scheduler:
         self.cache.forget(info.key)
         self.framework.unreserve(state, info, node)
         self.metrics.attempt("error", time.perf_counter() - started)
-        log.info("binding %s to %s failed: %s", info.key, node, status.message())
+        message = status.message()
+        log.info("binding %s to %s failed: %s", info.key, node, message)
         current = self.pending.get(info.key)
         if current is not None and not current.bound:
             qp.info = current
             self.queue.add_backoff_detached(qp)
+            # Upstream's handleSchedulingFailure: the event and the condition, reason
+            # SchedulerError (a pod that is gone gets neither).
+            self.actions.event(current, "Warning", "FailedScheduling", message)
+            if self.config.pod_condition_updates:
+                self._spawn(self._set_unschedulable(current, message, reason="SchedulerError"))
         self._room_freed(node)
 
     def _failed(self, qp: QueuedPod, message: str, started: float, *, error: bool = False) -> None:
@@ -370,10 +383,10 @@ class Scheduler:
             if current != message:
                 self._spawn(self._set_unschedulable(info, message))
 
-    async def _set_unschedulable(self, info: PodInfo, message: str) -> None:
-        unschedulable = {
-            "PodScheduled": present(info.generation, "False", "Unschedulable", message)
-        }
+    async def _set_unschedulable(
+        self, info: PodInfo, message: str, *, reason: str = "Unschedulable"
+    ) -> None:
+        unschedulable = {"PodScheduled": present(info.generation, "False", reason, message)}
         with contextlib.suppress(APIError, ConnectionError):
             await self.actions.write_status(info, conditions=unschedulable)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from inplace.api.storage import find_best_match
 from inplace.controllers.volume.model import (
     claim_in_use,
     decide_claim,
     decide_volume,
-    find_best_match,
     local_path_problem,
     volume_in_use,
 )

@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.storage import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
@@ -29,8 +28,9 @@ from inplace.api.storage import (
     binding_mode,
     claim_class,
     claim_names,
-    storage_bytes,
-    volume_allows_node,
+    claim_ref_matches,
+    find_best_match,
+    volume_satisfies_claim,
 )
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "claim_in_use",
     "decide_claim",
     "decide_volume",
-    "find_best_match",
     "local_path_problem",
     "volume_in_use",
 ]
@@ -93,69 +92,6 @@ def _deleting(obj: Obj) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
-def _claim_ref_matches(volume: Obj, claim: Obj) -> bool:
-    """The volume's ``claimRef`` names this claim (and its uid, when it has one)."""
-    ref = _spec(volume).get("claimRef")
-    if not isinstance(ref, Mapping):
-        return False
-    meta = _meta(claim)
-    if ref.get("name") != meta.get("name") or ref.get("namespace") != meta.get("namespace"):
-        return False
-    uid = ref.get("uid")
-    return not uid or uid == meta.get("uid")
-
-
-def _fits(volume: Obj, claim: Obj, node: str, node_labels: Mapping[str, str]) -> bool:
-    """Upstream ``checkVolumeSatisfyClaim`` plus the selector and the node for a delayed
-    binding: class, mode, access modes, size, labels."""
-    spec, claim_spec = _spec(volume), _spec(claim)
-    if (spec.get("storageClassName") or "") != claim_class(claim):
-        return False
-    if (spec.get("volumeMode") or "Filesystem") != (claim_spec.get("volumeMode") or "Filesystem"):
-        return False
-    wanted_modes = set(claim_spec.get("accessModes") or [])
-    if not wanted_modes <= set(spec.get("accessModes") or []):
-        return False
-    requested = storage_bytes((claim_spec.get("resources") or {}).get("requests")) or 0
-    capacity = storage_bytes(spec.get("capacity"))
-    if capacity is None or capacity < requested:
-        return False
-    selector = claim_spec.get("selector")
-    if isinstance(selector, Mapping):
-        try:
-            if not LabelSelector.from_dict(selector).matches(_meta(volume).get("labels") or {}):
-                return False
-        except SelectorError:
-            return False
-    return not node or volume_allows_node(volume, node, node_labels)
-
-
-def find_best_match(
-    claim: Obj, volumes: Iterable[Obj], node: str = "", node_labels: Mapping[str, str] | None = None
-) -> Obj | None:
-    """Upstream ``findBestMatchForClaim``: a volume pre-bound to this claim if one fits, else
-    the smallest unclaimed, not deleting volume that satisfies it (then by name)."""
-    labels = node_labels or {}
-    best: Obj | None = None
-    best_key: tuple[int, str] | None = None
-    for volume in volumes:
-        if _deleting(volume):
-            continue
-        ref = _spec(volume).get("claimRef")
-        if isinstance(ref, Mapping):
-            if _claim_ref_matches(volume, claim) and _fits(volume, claim, node, labels):
-                return volume
-            continue
-        if _phase(volume) not in ("Available", "Pending", ""):
-            continue
-        if not _fits(volume, claim, node, labels):
-            continue
-        key = (storage_bytes(_spec(volume).get("capacity")) or 0, _name(volume))
-        if best_key is None or key < best_key:
-            best, best_key = volume, key
-    return best
-
-
 def decide_claim(
     claim: Obj,
     volumes: Iterable[Obj],
@@ -183,14 +119,14 @@ def decide_claim(
                 )
             return ClaimDecision("wait")  # pre-bound by the user to a volume not yet created
         ref = _spec(volume).get("claimRef")
-        if isinstance(ref, Mapping) and not _claim_ref_matches(volume, claim):
+        if isinstance(ref, Mapping) and not claim_ref_matches(volume, claim):
             return ClaimDecision(
                 "lost",
                 reason="ClaimMisbound",
                 message="Two claims are bound to the same volume, this one is bound incorrectly",
                 event_type="Warning",
             )
-        if not isinstance(ref, Mapping) and not _fits(volume, claim, "", {}):
+        if not isinstance(ref, Mapping) and not volume_satisfies_claim(volume, claim, "", {}):
             # The user named a volume that cannot serve the claim (upstream's check).
             return ClaimDecision(
                 "wait",

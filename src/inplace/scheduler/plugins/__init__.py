@@ -23,9 +23,11 @@ from .resources import (
     format_cpu,
     format_memory,
 )
-from .volumes import VolumeBinding, VolumeObjects
+from .restrictions import VolumeRestrictions
+from .volumes import BIND_TIMEOUT_SECONDS, VolumeBinding, VolumeObjects
 
 __all__ = [
+    "BIND_TIMEOUT_SECONDS",
     "BalancedAllocation",
     "DefaultBinder",
     "Insufficient",
@@ -38,6 +40,7 @@ __all__ = [
     "TaintToleration",
     "VolumeBinding",
     "VolumeObjects",
+    "VolumeRestrictions",
     "binding_body",
     "default_plugins",
     "fit_reasons",
@@ -53,11 +56,14 @@ def default_plugins(
     *,
     scoring: str = "LeastAllocated",
     volumes: VolumeObjects | None = None,
+    volume_bind_timeout: float = BIND_TIMEOUT_SECONDS,
 ) -> list[object]:
     """Filters in upstream's order, then scores, then the binder (when a client is given).
 
     ``scoring`` is ``LeastAllocated`` (spread, the default) or ``MostAllocated`` (pack);
-    ``volumes`` (the claims, volumes and classes the scheduler follows) adds VolumeBinding."""
+    ``volumes`` (the claims, volumes and classes the scheduler follows) adds
+    VolumeRestrictions and VolumeBinding, whose PreBind waits at most
+    ``volume_bind_timeout`` seconds for a claim to be bound."""
     strategy: object = MostAllocated() if scoring == "MostAllocated" else LeastAllocated()
     plugins: list[object] = [
         NodeUnschedulable(),
@@ -67,7 +73,8 @@ def default_plugins(
         NodeResourcesFit(),
     ]
     if volumes is not None:
-        plugins.append(VolumeBinding(volumes, client))
+        plugins.append(VolumeRestrictions(volumes))
+        plugins.append(VolumeBinding(volumes, client, bind_timeout=volume_bind_timeout))
     plugins += [
         strategy,
         BalancedAllocation(),
