@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -320,6 +321,9 @@ class Engine:
                 with contextlib.suppress(Exception):
                     target.stop()
         finally:
+            if self.checker.violations:  # every component's log, before the disk goes
+                with contextlib.suppress(OSError):
+                    shutil.copytree(data_dir / "logs", self.workdir / "logs", dirs_exist_ok=True)
             reap_cgroups(data_dir)
             reap_mounts(data_dir)
         self.report.seconds = time.monotonic() - self.started
@@ -331,6 +335,7 @@ class Engine:
             self.report.dump.write_text(
                 json.dumps([dataclasses.asdict(v) for v in self.report.violations], indent=1)
             )
+            (self.workdir / "operations.log").write_text("\n".join(self.report.log) + "\n")
         return self.report
 
     async def _run(self, target: ChaosCluster) -> None:
