@@ -112,6 +112,13 @@ def summarize(reports: list[Report], baseline: Report | None) -> int:
         errors.update(report.errors)
     answers = ", ".join(f"{k} x{v}" for k, v in errors.most_common(8))
     print(f"refused writes:   {answers or 'none'}")
+    samples: dict[str, str] = {}
+    for report in reports:
+        for answer, message in report.error_samples.items():
+            samples.setdefault(answer, message)
+    for answer, message in sorted(samples.items()):
+        if answer != "APIConnectionError":
+            print(f"  first {answer}: {message}")
     print(f"violations:       {violations}")
     return 1 if violations else 0
 

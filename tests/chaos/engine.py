@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -78,6 +79,7 @@ class Report:
     seconds: float = 0.0
     dump: Path | None = None
     errors: dict[str, int] = dataclasses.field(default_factory=dict)
+    error_samples: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def summary(self) -> str:
         kills = ", ".join(f"{k} {v}" for k, v in sorted(self.kills.items())) or "none"
@@ -256,6 +258,19 @@ class Chaos(threading.Thread):
             else:
                 self.say(f"chaos: SIGKILL {victim}")
             self.report.kills[victim] = self.report.kills.get(victim, 0) + 1
+            self.wait_for_api()
+
+    def wait_for_api(self, bound: float = 60.0) -> None:
+        """The next interval starts once the API server accepts connections again: killing it
+        again while it restarts (slow on a loaded machine) would leave a storm with nothing
+        acknowledged, and so nothing checked."""
+        deadline = time.monotonic() + bound
+        while not self.halt.is_set() and time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.target.cluster.port), 1.0):
+                    return
+            except OSError:
+                self.halt.wait(0.25)
 
     def fault(self, fault: str) -> bool:
         data = self.target.data_dir
@@ -364,6 +379,7 @@ class Engine:
             self.report.operations = storm.operations
             self.report.acknowledged = storm.acknowledged
             self.report.errors = dict(storm.errors)
+            self.report.error_samples = dict(storm.error_samples)
             calm = time.time()
             await asyncio.to_thread(target.ensure_running)
             await self._wait_components(target)

@@ -56,6 +56,8 @@ class Storm:
     operations: int = 0
     acknowledged: int = 0
     errors: Counter[str] = dataclasses.field(default_factory=Counter)
+    error_samples: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The first message of each kind of refusal, to tell a clear error from a bug."""
     """How the unacknowledged writes were answered (status code and reason, or the
     connection error): what a fault looked like from the client's side."""
     serial: int = 0
@@ -77,7 +79,9 @@ class Storm:
             self.writes.append(Write(kind, kind.split(" ")[1], name, value, False))
             code = getattr(exc, "status", None)
             reason = getattr(exc, "reason", None) or ""
-            self.errors[f"{code} {reason}" if code else type(exc).__name__] += 1
+            answer_kind = f"{code} {reason}" if code else type(exc).__name__
+            self.errors[answer_kind] += 1
+            self.error_samples.setdefault(answer_kind, f"{kind}: {str(exc)[:200]}")
             self.say(f"{kind} {name} {value!r}: {type(exc).__name__} {str(exc)[:120]}")
             return None
         self.acknowledged += 1
