@@ -16,7 +16,9 @@ from inplace.api.kinds import Kind
 from inplace.api.managedfields import ApplyConflict, ApplyRefused
 from inplace.apiserver.auth import User
 from inplace.apiserver.errors import StatusError, bad_request, conflict
-from inplace.apiserver.rest import _RETRY_SECONDS, REST, WriteResult, _parse_rv, _until
+from inplace.apiserver.fieldvalidation import validate_fields
+from inplace.apiserver.rest import REST
+from inplace.apiserver.writes import RETRY_SECONDS, WriteResult, parse_resource_version, until
 
 
 async def server_side_apply(
@@ -44,7 +46,7 @@ async def server_side_apply(
             f"{_json_kind(body)} into Go value of type map[string]interface {{}}"
         )
     manager_of = field_manager(kind, subresource)
-    for _ in _until(_RETRY_SECONDS):
+    for _ in until(RETRY_SECONDS):
         try:
             entry = await rest.get_entry(kind, namespace, name)
         except StatusError as exc:
@@ -62,13 +64,13 @@ async def server_side_apply(
                 raise
         live = entry.value
         requested = (body.get("metadata") or {}).get("resourceVersion")
-        if requested and _parse_rv(requested) != entry.revision:
+        if requested and parse_resource_version(requested) != entry.revision:
             raise conflict(kind.plural, kind.group, name)
         new = _run(manager_of, kind, live, body, manager, rest.now(), force)
         if new is None:
             return WriteResult(live)
         _check_name(new, name, namespace)
-        rest.check_fields(kind, new, "Ignore")
+        validate_fields(kind, new, "Ignore")
         try:
             return await rest._write(
                 kind,

@@ -37,12 +37,13 @@ from inplace.apiserver.httputil import (
     int_param,
     json_response,
     not_found_path,
+    patch_type_of,
     wants_table,
 )
 from inplace.apiserver.lists import Lists, selector_filter, table
 from inplace.apiserver.logs import Logs
 from inplace.apiserver.nodemetrics import MetricsProvider, read_metrics
-from inplace.apiserver.rest import REST, patch_type_of
+from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo, resolve
 from inplace.apiserver.serviceaccounts.review import token_review
 from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens

@@ -1,4 +1,5 @@
-"""The HTTP pieces every handler shares: per-request keys, JSON answers, query parameters.
+"""The HTTP pieces every handler shares: per-request keys, JSON answers, query parameters,
+and the patch type a PATCH's Content-Type names.
 
 Kept apart from the handlers so that discovery, lists, watches and the resource verbs parse
 `limit`, `resourceVersion` and `Accept: ...;as=Table` one way and answer with one encoder.
@@ -12,7 +13,7 @@ import orjson
 from aiohttp import web
 
 from inplace.apiserver.auth import User
-from inplace.apiserver.errors import StatusError, bad_request
+from inplace.apiserver.errors import StatusError, bad_request, unsupported_media_type
 from inplace.apiserver.routing import RequestInfo
 
 #: The authenticated user (set by the server's middleware for every request).
@@ -21,6 +22,13 @@ USER = web.RequestKey("user", User)
 INFO = web.RequestKey("info", RequestInfo)
 #: The patch flavour named by a PATCH's Content-Type ("json", "merge", "strategic", "apply").
 PATCH_TYPE = web.RequestKey("patch_type", str)
+
+_PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+}
 
 
 def json_response(body: Any, *, status: int = 200, warnings: tuple[str, ...] = ()) -> web.Response:
@@ -60,3 +68,12 @@ def parse_rv(value: str) -> int:
         return int(value)
     except ValueError:
         raise bad_request(f'invalid resource version "{value}"') from None
+
+
+def patch_type_of(content_type: str) -> str:
+    """The patch flavour a PATCH's Content-Type names (`PATCH_TYPE`); 415 for any other."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    try:
+        return _PATCH_TYPES[media]
+    except KeyError:
+        raise unsupported_media_type(media) from None

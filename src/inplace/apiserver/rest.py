@@ -15,10 +15,8 @@ import contextlib
 import datetime
 import logging
 import secrets
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from inplace.api import defaults as api_defaults
@@ -35,12 +33,6 @@ from inplace.api.patch import (
     apply_strategic_merge_patch,
 )
 from inplace.api.patchmeta import schema_for_kind
-from inplace.api.schema import (
-    check_fields,
-    is_crd,
-    strict_decoding_error,
-    unknown_field_warnings,
-)
 from inplace.api.strategy import Rejected, copy_json, keep_spec, keep_status
 from inplace.api.timestamps import rfc3339
 from inplace.apiserver.admission import AdmissionRequest, ValidatingAdmission
@@ -54,44 +46,23 @@ from inplace.apiserver.errors import (
     not_found,
     unsupported_media_type,
 )
+from inplace.apiserver.fieldvalidation import validate_fields
+from inplace.apiserver.writes import (
+    RETRY_SECONDS,
+    SERVER_MANAGER,
+    WriteResult,
+    parse_resource_version,
+    until,
+)
 from inplace.store import ConflictError, Entry, KeyExistsError, NotFoundError, Store
 
 log = logging.getLogger(__name__)
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_PATCH_TYPES = {
-    "application/json-patch+json": "json",
-    "application/merge-patch+json": "merge",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/apply-patch+yaml": "apply",
-}
-#: How long a patch or delete keeps re-applying itself while concurrent writers win the
-#: compare-and-swap (each round one writer wins, so N writers need up to N rounds); upstream's
-#: GuaranteedUpdate likewise retries until the request's deadline.
-_RETRY_SECONDS = 30.0
-#: The field manager of writes the server makes itself (upstream's loopback client's).
-SERVER_MANAGER = "kube-apiserver"
-
-
-def patch_type_of(content_type: str) -> str:
-    media = content_type.split(";", 1)[0].strip().lower()
-    try:
-        return _PATCH_TYPES[media]
-    except KeyError:
-        raise unsupported_media_type(media) from None
 
 
 class _Raced(Exception):
     """Another writer changed the object between our read and our compare-and-swap."""
-
-
-@dataclass
-class WriteResult:
-    """What a write produced: the object, and whether it was created (201) or not (200)."""
-
-    obj: dict[str, Any]
-    created: bool = False
-    warnings: tuple[str, ...] = ()
 
 
 class _CachedObjects:
@@ -152,32 +123,6 @@ class REST:
             raise not_found(kind.plural, kind.group, name)
         return entry
 
-    # -- field checks -------------------------------------------------------------------------
-
-    def check_fields(self, kind: Kind, obj: dict[str, Any], mode: str) -> tuple[str, ...]:
-        """Apply `fieldValidation`: Strict rejects unknown fields, Warn reports, Ignore drops."""
-        if mode not in ("Strict", "Warn", "Ignore"):
-            raise bad_request(
-                f'fieldValidation must be one of "Ignore", "Warn", "Strict", got "{mode}"'
-            )
-        report = check_fields(kind, obj)
-        if report.type_errors:
-            if is_crd(kind):
-                raise StatusError(
-                    422,
-                    f'{kind.kind}.{kind.group} "{_name(obj)}" is invalid: {report.type_errors[0]}',
-                )
-            raise bad_request(strict_decoding_error(kind, report))
-        if not report.unknown:
-            return ()
-        if mode == "Strict":
-            raise bad_request(strict_decoding_error(kind, report))
-        for path in report.unknown:
-            _drop_path(obj, path)
-        if mode == "Warn":
-            return tuple(unknown_field_warnings(report))
-        return ()
-
     # -- create -------------------------------------------------------------------------------
 
     async def create(
@@ -195,7 +140,7 @@ class REST:
         """Create `obj`. Its managedFields credit `manager` with everything it set, unless
         `applied` (a server-side apply made the object and its managedFields already)."""
         self._check_type(kind, obj)
-        warnings = self.check_fields(kind, obj, field_validation)
+        warnings = validate_fields(kind, obj, field_validation)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
@@ -349,7 +294,7 @@ class REST:
         manager: str = SERVER_MANAGER,
     ) -> WriteResult:
         self._check_type(kind, obj)
-        warnings = self.check_fields(kind, obj, field_validation)
+        warnings = validate_fields(kind, obj, field_validation)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             raise StatusError(422, "metadata: Required value")
@@ -359,7 +304,7 @@ class REST:
                 f"URL ({name})"
             )
         rv = meta.get("resourceVersion")
-        expected = _parse_rv(rv) if rv else None
+        expected = parse_resource_version(rv) if rv else None
         entry = await self.get_entry(kind, namespace, name)
         if expected is not None and expected != entry.revision:
             raise conflict(kind.plural, kind.group, name)
@@ -416,7 +361,7 @@ class REST:
             raise unsupported_media_type("application/strategic-merge-patch+json")
         if patch_type != "json" and not isinstance(body, dict):
             raise bad_request("the body of a merge patch must be a JSON object")
-        for _ in _until(_RETRY_SECONDS):
+        for _ in until(RETRY_SECONDS):
             entry = await self.get_entry(kind, namespace, name)
             current = entry.value
             try:
@@ -432,12 +377,12 @@ class REST:
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not a JSON object")
             patched = copy_json(patched)
-            warnings = self.check_fields(kind, patched, field_validation)
+            warnings = validate_fields(kind, patched, field_validation)
             meta = patched.setdefault("metadata", {})
             # Only a resourceVersion the patch itself names is a precondition; the one the
             # patched object inherited from the stored object is not (a lost race re-reads).
             requested = meta.get("resourceVersion") if _names_resource_version(body) else None
-            if requested and _parse_rv(requested) != entry.revision:
+            if requested and parse_resource_version(requested) != entry.revision:
                 raise conflict(kind.plural, kind.group, name)
             try:
                 result = await self._write(
@@ -652,7 +597,7 @@ class REST:
         """Delete, or start a graceful deletion; a concurrent writer that wins the
         compare-and-swap makes it re-read and try again, as upstream's GuaranteedUpdate does
         (a resourceVersion precondition is the caller asking for the 409 instead)."""
-        for _ in _until(_RETRY_SECONDS):
+        for _ in until(RETRY_SECONDS):
             try:
                 return await self._delete_once(kind, namespace, name, options, dry_run=dry_run)
             except _Raced:
@@ -683,7 +628,7 @@ class REST:
             )
         if (
             preconditions.get("resourceVersion")
-            and _parse_rv(preconditions["resourceVersion"]) != entry.revision
+            and parse_resource_version(preconditions["resourceVersion"]) != entry.revision
         ):
             raise conflict(
                 kind.plural,
@@ -816,26 +761,6 @@ class REST:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
 
 
-def _until(seconds: float) -> Iterator[None]:
-    """Yields until ``seconds`` have passed (at least once)."""
-    deadline = time.monotonic() + seconds
-    yield None
-    while time.monotonic() < deadline:
-        yield None
-
-
-def _name(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
-
-
-def _parse_rv(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise bad_request(f'invalid resourceVersion "{value}"') from None
-
-
 def _names_resource_version(patch: Any) -> bool:
     """Whether a patch body sets ``metadata.resourceVersion`` (merge patches) or touches it
     (JSON patches): upstream then treats it as a precondition."""
@@ -854,25 +779,3 @@ def _same_but_version(new: dict[str, Any], old: dict[str, Any]) -> bool:
     old_meta = dict(old.get("metadata", {}))
     old_meta.pop("resourceVersion", None)
     return {**old, "metadata": old_meta} == new
-
-
-def _drop_path(obj: Any, path: str) -> None:
-    """Remove the field at an upstream-style path such as `spec.containers[0].foo`."""
-    segments: list[str | int] = []
-    for part in path.lstrip(".").split("."):
-        while "[" in part:
-            head, _, rest = part.partition("[")
-            if head:
-                segments.append(head)
-            index, _, part = rest.partition("]")
-            segments.append(int(index) if index.isdigit() else index)
-        if part:
-            segments.append(part)
-    target = obj
-    for segment in segments[:-1]:
-        try:
-            target = target[segment]
-        except (KeyError, IndexError, TypeError):
-            return
-    if isinstance(target, dict) and segments:
-        target.pop(segments[-1], None)

@@ -11,15 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inplace.api.kinds import REGISTRY, Kind
-from inplace.api.schema import (
-    Tag,
-    check_fields,
-    component_name,
-    kind_schema,
-    list_schema,
-    strict_decoding_error,
-    unknown_field_warnings,
-)
+from inplace.api.schema.check import check_fields, strict_decoding_error, unknown_field_warnings
+from inplace.api.schema.roots import kind_schema
 
 POD = REGISTRY.by_kind("", "Pod")
 DEPLOYMENT = REGISTRY.by_kind("apps", "Deployment")
@@ -27,8 +20,7 @@ JOB = REGISTRY.by_kind("batch", "Job")
 PDB = REGISTRY.by_kind("policy", "PodDisruptionBudget")
 LEASE = REGISTRY.by_kind("coordination.k8s.io", "Lease")
 VPA = REGISTRY.by_kind("autoscaling.k8s.io", "VerticalPodAutoscaler")
-POD_METRICS = REGISTRY.by_kind("metrics.k8s.io", "PodMetrics")
-assert None not in (POD, DEPLOYMENT, JOB, PDB, LEASE, VPA, POD_METRICS)
+assert None not in (POD, DEPLOYMENT, JOB, PDB, LEASE, VPA)
 
 
 def _kind(kind: Kind | None) -> Kind:
@@ -475,72 +467,11 @@ def test_int_or_string_quantity_free_form_and_null_are_accepted(
     assert report.ok, report
 
 
-def test_apiversion_kind_and_metadata_are_known_for_every_kind() -> None:
-    for kind in REGISTRY.kinds:
-        obj = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta("x")}
-        assert check_fields(kind, obj).ok, kind
-        assert kind_schema(kind).fields["metadata"].type.struct is not None
-        metadata = kind_schema(kind).fields["metadata"].type.struct
-        assert metadata is not None and metadata.name.endswith("meta.v1.ObjectMeta")
-        if "list" in kind.verbs:  # the reviews are never listed, and have no list type
-            assert "items" in list_schema(kind).fields
-
-
-def test_metrics_kinds_have_hand_written_schemas() -> None:
-    obj: dict[str, Any] = {
-        "apiVersion": "metrics.k8s.io/v1beta1",
-        "kind": "PodMetrics",
-        "metadata": {"name": "p", "namespace": "default"},
-        "timestamp": "2025-01-01T00:00:00Z",
-        "window": "10s",
-        "containers": [{"name": "app", "usage": {"cpu": "5m", "memory": "10Mi"}}],
-    }
-    assert check_fields(_kind(POD_METRICS), obj).ok
-    obj["containers"][0]["usagee"] = {}
-    assert check_fields(_kind(POD_METRICS), obj).unknown == ["containers[0].usagee"]
-
-
 def test_not_an_object_is_a_type_error() -> None:
     report = check_fields(_kind(POD), ["not", "an", "object"])  # type: ignore[arg-type]
     assert report.type_errors == [
         "json: cannot unmarshal array into Go value of type v1.Pod",
     ]
-
-
-def test_upstream_component_names() -> None:
-    assert component_name("V1Pod") == "io.k8s.api.core.v1.Pod"
-    assert component_name("V1PodSpec") == "io.k8s.api.core.v1.PodSpec"
-    assert component_name("V1PodTemplateSpec") == "io.k8s.api.core.v1.PodTemplateSpec"
-    assert component_name("V1Deployment") == "io.k8s.api.apps.v1.Deployment"
-    assert component_name("V1RollingUpdateDeployment") == (
-        "io.k8s.api.apps.v1.RollingUpdateDeployment"
-    )
-    assert component_name("V1JobSpec") == "io.k8s.api.batch.v1.JobSpec"
-    assert component_name("CoreV1Event") == "io.k8s.api.core.v1.Event"
-    assert component_name("V1ObjectMeta") == "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-    assert component_name("V1LabelSelector") == (
-        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
-    )
-    assert component_name("V1Scale") == "io.k8s.api.autoscaling.v1.Scale"
-    assert component_name("V1Eviction") == "io.k8s.api.policy.v1.Eviction"
-    assert component_name("V1PriorityClass") == "io.k8s.api.scheduling.v1.PriorityClass"
-    assert component_name("V1LeaseSpec") == "io.k8s.api.coordination.v1.LeaseSpec"
-    assert kind_schema(_kind(VPA)).name == "io.k8s.autoscaling.v1.VerticalPodAutoscaler"
-
-
-def test_types_the_client_does_not_carry_come_from_the_tables() -> None:
-    container_fields = kind_schema(_kind(POD)).fields["spec"].type.struct
-    assert container_fields is not None
-    resources = kind_schema(_kind(POD))
-    spec = resources.fields["spec"].type.struct
-    assert spec is not None
-    assert spec.fields["overhead"].type.elem is not None
-    assert spec.fields["overhead"].type.elem.tag is Tag.QUANTITY
-    assert spec.fields["terminationGracePeriodSeconds"].type.tag is Tag.INT64
-    lease_spec = kind_schema(_kind(LEASE)).fields["spec"].type.struct
-    assert lease_spec is not None
-    assert lease_spec.fields["renewTime"].type.tag is Tag.MICRO_TIME
-    assert lease_spec.fields["leaseDurationSeconds"].type.tag is Tag.INT32
 
 
 _FIELD_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzXYZ", min_size=1, max_size=12)
