@@ -51,6 +51,7 @@ from inplace.apiserver.writes import (
     RETRY_SECONDS,
     SERVER_MANAGER,
     WriteResult,
+    check_preconditions,
     parse_resource_version,
     until,
 )
@@ -618,26 +619,9 @@ class REST:
         obj = entry.value
         meta = obj.get("metadata", {})
         preconditions = options.get("preconditions") or {}
-        if preconditions.get("uid") and preconditions["uid"] != meta.get("uid"):
-            raise conflict(
-                kind.plural,
-                kind.group,
-                name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, "
-                f"UID in object meta: {meta.get('uid')}",
-            )
-        if (
-            preconditions.get("resourceVersion")
-            and parse_resource_version(preconditions["resourceVersion"]) != entry.revision
-        ):
-            raise conflict(
-                kind.plural,
-                kind.group,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: "
-                f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
-                f"{entry.revision}",
-            )
+        check_preconditions(
+            kind.plural, kind.group, name, preconditions, meta.get("uid"), entry.revision
+        )
         grace = self._grace_period(kind, obj, options.get("gracePeriodSeconds"))
         finalizers = list(meta.get("finalizers") or [])
         policy = options.get("propagationPolicy")

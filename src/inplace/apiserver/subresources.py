@@ -23,8 +23,9 @@ from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
 from inplace.apiserver.auth import User
-from inplace.apiserver.errors import StatusError, bad_request, check_preconditions, conflict
+from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.rest import REST
+from inplace.apiserver.writes import check_preconditions
 from inplace.store import ConflictError
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from inplace.apiserver.errors import bad_request
+from inplace.apiserver.errors import bad_request, conflict
 
 #: How long a patch or delete keeps re-applying itself while concurrent writers win the
 #: compare-and-swap (each round one writer wins, so N writers need up to N rounds); upstream's
@@ -45,3 +45,28 @@ def parse_resource_version(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise bad_request(f'invalid resourceVersion "{value}"') from None
+
+
+def check_preconditions(
+    plural: str, group: str, name: str, preconditions: dict[str, Any], uid: Any, revision: int
+) -> None:
+    """Upstream's storage preconditions (``uid``, ``resourceVersion``) against the stored
+    object, for a delete's options and a Binding's metadata: a mismatch is a 409 with
+    upstream's "Precondition failed" message."""
+    want_uid = preconditions.get("uid")
+    if want_uid and want_uid != uid:
+        raise conflict(
+            plural,
+            group,
+            name,
+            f"Precondition failed: UID in precondition: {want_uid}, UID in object meta: {uid}",
+        )
+    want_rv = preconditions.get("resourceVersion")
+    if want_rv and parse_resource_version(want_rv) != revision:
+        raise conflict(
+            plural,
+            group,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {want_rv}, "
+            f"ResourceVersion in object meta: {revision}",
+        )

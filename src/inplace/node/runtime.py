@@ -20,8 +20,9 @@ exactly as the workload does, but not in its cgroup: its memory is not charged t
 container, and the container's OOM killer (or freezer) cannot take the witness — lowering its
 ``oom_score_adj`` is not enough, and is refused where the agent lacks CAP_SYS_RESOURCE. The
 agent writes ``<log_path>.state.json`` at start (workload and shim pid + start time, cgroup
-path, the cgroup's OOM-kill count at start) so a new agent can :meth:`ProcessRuntime.adopt` the process and still answer :meth:`wait` with the
-right exit code and OOM verdict — even when the workload exited while no agent was running.
+path, the cgroup's OOM-kill count at start) so a new agent can :meth:`ProcessRuntime.adopt`
+the process and still answer :meth:`wait` with the right exit code and OOM verdict — even
+when the workload exited while no agent was running.
 
 **The workload is in its cgroup before its first instruction.** The shim forks the workload
 at once and reports ``child N``; the child waits for ``go`` on a pipe. The agent puts the
