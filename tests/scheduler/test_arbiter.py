@@ -394,6 +394,25 @@ async def test_failed_approval_patch_is_retried() -> None:
     assert int(w.sched.cache.com_cpu[slot]) == 2000
 
 
+@pytest.mark.parametrize(("cpu", "reason"), [("8", "Infeasible"), ("3500m", "Deferred")])
+async def test_a_failed_pending_write_is_written_again(cpu: str, reason: str) -> None:
+    """The API server down when an Infeasible (or Deferred) verdict is written: the node is
+    retried and the condition written once it is back, though the pod never changes again
+    (found by the chaos storm: an Infeasible resize left with no condition at all)."""
+    w = World()
+    w.add(node("n1", cpu="4", memory="4Gi"))
+    w.add(running("a"))
+    w.add(running("b", cpu="1"))
+    w.resize("a", cpu=cpu)
+    w.actions.fail_patch = True
+    assert await w.decide() is not None
+    assert cond(w, "default/a", "PodResizePending") is None
+    w.actions.fail_patch = False
+    await w.decide()
+    pending = cond(w, "default/a", "PodResizePending")
+    assert pending is not None and pending["reason"] == reason
+
+
 async def test_deferred_retried_when_a_pod_finishes_or_shrinks() -> None:
     w = World()
     w.add(node("n1", cpu="2", memory="4Gi"))

@@ -406,17 +406,20 @@ class ResizeArbiter:
             return self._backoff(info.key)
         if decision is Decision.EVICT:
             return await self._evict(plan)
+        written = True
         if plan.changed:
             self._count(decision)
             if decision is Decision.INFEASIBLE:
-                await self._pending(plan, "Infeasible", "ResizeInfeasible")
+                written = await self._pending(plan, "Infeasible", "ResizeInfeasible")
             else:
-                await self._pending(plan, "Deferred", "ResizeDeferred")
-        if decision is Decision.INFEASIBLE:
+                written = await self._pending(plan, "Deferred", "ResizeDeferred")
+        if decision is Decision.INFEASIBLE and written:
             return None  # retried when the node grows or the pod is resized again
         return self._backoff(info.key)
 
-    async def _pending(self, plan: _Plan, reason: str, event: str, message: str = "") -> None:
+    async def _pending(self, plan: _Plan, reason: str, event: str, message: str = "") -> bool:
+        """Write PodResizePending; False when the write failed, so the decision is written
+        again on the next round (the pod itself may never change again to trigger one)."""
         text = message or plan.verdict.message
         pending = {
             "PodResizePending": present(plan.generation, "True", reason, text),
@@ -426,10 +429,15 @@ class ResizeArbiter:
             await self.actions.write_status(plan.info, conditions=pending)
         except APINotFoundError:
             self.forget(plan.info.key)
-            return
+            return True
         except (APIError, ConnectionError) as exc:
             log.warning("marking the resize of %s %s failed: %s", plan.info.key, reason, exc)
+            state = self.waiting.get(plan.info.key)
+            if state is not None:
+                state.last = None
+            return False
         self.actions.event(plan.info, "Warning", event, text)
+        return True
 
     async def _preempt(self, plan: _Plan) -> None:
         preemptor = plan.info
