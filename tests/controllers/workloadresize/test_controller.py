@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from inplace.api.timestamps import rfc3339
-from inplace.client import JOBS, NODES, PODS, Client
+from inplace.client import JOBS, NODES, PODS, VERTICALPODAUTOSCALERS, Client
 from inplace.controllers.workloadresize.controller import sized_by_vpa
 from inplace.controllers.workloadresize.model import CONDITION
 from tests.controllers.conftest import Harness
@@ -172,6 +172,44 @@ async def test_a_template_change_resizes_the_running_pods(harness: Harness) -> N
     assert cond["message"] == "2/2 pods at the template's resources (2 resized in place, 0 moved)"
     uids = [(await client.get(PODS, n, namespace="default"))["metadata"]["uid"] for n in names]
     assert len(set(uids)) == 2
+
+
+async def test_a_younger_vpa_does_not_keep_the_pods_of_an_older_off_one(
+    harness: Harness,
+) -> None:
+    """Two VPAs on one Job: the older, ``Off``, controls its pods (the shared rule), so the
+    template change resizes them although the younger one is ``Auto``."""
+    client = harness.client
+    created = await client.create(JOBS, job("covered"))
+    for vpa_name, mode in (("older", "Off"), ("younger", "Auto")):
+        await client.create(
+            VERTICALPODAUTOSCALERS,
+            {
+                "apiVersion": "autoscaling.k8s.io/v1",
+                "kind": "VerticalPodAutoscaler",
+                "metadata": {"name": vpa_name, "namespace": "default"},
+                "spec": {
+                    "targetRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "covered"},
+                    "updatePolicy": {"updateMode": mode},
+                },
+            },
+        )
+    pod = await client.create(PODS, owned_pod(created, 0))
+    name = pod["metadata"]["name"]
+    await report(client, name)
+    await harness.start("workload-resize")
+    await client.patch(
+        JOBS,
+        "covered",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": BIGGER}]}}}},
+        patch_type="strategic",
+        namespace="default",
+    )
+
+    async def patched() -> bool:
+        return await pods_resources(client, [name]) == [BIGGER]
+
+    await await_until(patched, what="the pod resized to the template under an older Off VPA")
 
 
 async def test_an_in_place_preferred_pod_that_waits_too_long_is_replaced(harness: Harness) -> None:
