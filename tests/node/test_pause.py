@@ -176,16 +176,18 @@ async def node(apiserver: InProcessServer, rig: Rig, tmp_path: Path) -> AsyncIte
         reap_mounts(tmp_path)
 
 
-# The workload: 2 MiB every 20 ms up to 160 MiB (gentle enough for a sampling monitor), then
-# done. Its limit is 100Mi: it reaches it about a second in.
+# The workload: 1 MiB every 40 ms up to 160 MiB, then done. Its limit is 100Mi: it reaches it
+# about four seconds in. Gentle enough for a sampling monitor on a loaded machine: the pause
+# threshold sits ~3 MiB under the limit, so a monitor (or the fake kernel's thread) has ~120 ms
+# to see it before the hard limit.
 SPIKE = """\
 import os, time
 print("pid", os.getpid(), flush=True)
 chunks = []
-for _ in range(80):
-    chunks.append(bytearray(b"\\x01") * (2 << 20))
-    time.sleep(0.02)
-print("allocated", len(chunks) * 2, "MiB", flush=True)
+for _ in range(160):
+    chunks.append(bytearray(b"\\x01") * (1 << 20))
+    time.sleep(0.04)
+print("allocated", len(chunks), "MiB", flush=True)
 """
 
 
