@@ -29,7 +29,6 @@ from inplace.client import (
     NODES,
     PODMETRICS,
     PODS,
-    REPLICASETS,
     VERTICALPODAUTOSCALERS,
     APIError,
     Client,
@@ -37,9 +36,10 @@ from inplace.client import (
     load_config,
 )
 from inplace.controllers.rescue.model import Plan, Size
-from inplace.controllers.rescue.snapshot import Snapshot, owner_lookup, plan_of, snapshot
+from inplace.controllers.rescue.snapshot import Snapshot, plan_of, snapshot, workload_lookup
 from inplace.controllers.rescue.usage import UsagePeaks
 from inplace.controllers.rescue.view import RescueSettings
+from inplace.controllers.workloads import WORKLOAD_KINDS
 from inplace.loop import run as run_event_loop
 
 __all__ = ["add_arguments", "describe", "run"]
@@ -137,8 +137,10 @@ async def _dry_run(args: argparse.Namespace, console: Console) -> None:
     peaks = UsagePeaks(min_history=0.0)
     async with Client(config, user_agent="inplace-rescue") as client:
         await _observe(client, args.observe, peaks)
-        nodes, pods, replicasets = await asyncio.gather(
-            client.list_all(NODES), client.list_all(PODS), client.list_all(REPLICASETS)
+        nodes, pods, *workloads = await asyncio.gather(
+            client.list_all(NODES),
+            client.list_all(PODS),
+            *(client.list_all(resource) for resource in WORKLOAD_KINDS.values()),
         )
         try:
             vpas = (await client.list_all(VERTICALPODAUTOSCALERS)).get("items") or []
@@ -148,7 +150,12 @@ async def _dry_run(args: argparse.Namespace, console: Console) -> None:
         pods.get("items") or [],
         nodes.get("items") or [],
         vpas,
-        owner_lookup({"ReplicaSet": replicasets.get("items") or []}),
+        workload_lookup(
+            {
+                kind: listed.get("items") or []
+                for kind, listed in zip(WORKLOAD_KINDS, workloads, strict=True)
+            }
+        ),
         peaks,
         now=time.time(),
         settings=settings,

@@ -55,6 +55,7 @@ def running(
     allocated: Mapping[str, str] | None = None,
     conditions: list[dict[str, Any]] | None = None,
     namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A running pod with one container ``main`` whose status agrees with its spec (unless
     ``allocated`` says otherwise)."""
@@ -69,6 +70,8 @@ def running(
         "creationTimestamp": "2026-01-01T00:00:00Z",
         "annotations": dict(annotations or {}),
     }
+    if labels is not None:
+        meta["labels"] = dict(labels)
     if shrinkable is not None:
         meta["annotations"]["inplace.dev/shrinkable"] = shrinkable
     if owner is not None:
@@ -152,6 +155,8 @@ def vpa(
     target_rec: Mapping[str, str] | None = None,
     policy: Mapping[str, Any] | None = None,
     name: str = "vpa",
+    namespace: str = "default",
+    created: str = "2026-01-01T00:00:00Z",
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "targetRef": {"apiVersion": "apps/v1", "kind": target[0], "name": target[1]},
@@ -171,7 +176,7 @@ def vpa(
     return {
         "apiVersion": "autoscaling.k8s.io/v1",
         "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
         "spec": spec,
         "status": status,
     }

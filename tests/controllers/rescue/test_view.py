@@ -15,6 +15,7 @@ from inplace.api.patchmeta import schema_for_kind
 from inplace.api.resources import qos_class
 from inplace.api.validation import validate_resize
 from inplace.controllers.rescue.model import Donor, Growth, NodeRoom, Rescue, Size, plan
+from inplace.controllers.rescue.snapshot import workload_lookup
 from inplace.controllers.rescue.view import (
     donor_of,
     goal_of,
@@ -162,6 +163,76 @@ def test_not_donors(pod: dict[str, Any], the_vpa: dict[str, Any] | None, why: st
     assert isinstance(reason, str) and reason.startswith(why), reason
 
 
+def _workload(name: str, app: str, owner: tuple[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "controller": True}
+        ]
+    return {"metadata": meta, "spec": {"selector": {"matchLabels": {"app": app}}}}
+
+
+# The Deployment ``web`` owns ReplicaSet ``web-1``; ``orphan-1``'s Deployment ``gone`` is not
+# there (deleted, or not in the cache yet).
+WORKLOADS = workload_lookup(
+    {
+        "Deployment": [_workload("web", "web")],
+        "ReplicaSet": [
+            _workload("web-1", "web", ("Deployment", "web")),
+            _workload("orphan-1", "web", ("Deployment", "gone")),
+        ],
+    }
+)
+OLDER = "2025-06-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("owner", "labels", "vpas", "expected"),
+    [
+        (
+            ("ReplicaSet", "web-1"),
+            {"app": "web"},
+            [vpa(("Deployment", "other"), name="a"), vpa(("Deployment", "web"), name="b")],
+            "b",
+        ),
+        (("ReplicaSet", "orphan-1"), {"app": "web"}, [vpa(("Deployment", "gone"))], None),
+        (
+            ("ReplicaSet", "web-1"),
+            {"app": "web"},
+            [vpa(("Deployment", "web"), name="a"), vpa(("Deployment", "web"), created=OLDER)],
+            "vpa",
+        ),
+        (
+            ("ReplicaSet", "web-1"),
+            {"app": "web"},
+            [vpa(("Deployment", "web"), namespace="elsewhere")],
+            None,
+        ),
+        (("ReplicaSet", "web-1"), {"app": "web"}, [vpa(("ReplicaSet", "web-1"))], None),
+        (("ReplicaSet", "web-1"), {"app": "api"}, [vpa(("Deployment", "web"))], None),
+    ],
+    ids=[
+        "the pod's deployment",
+        "target missing",
+        "oldest wins",
+        "other namespace",
+        "target has a parent",
+        "selector does not match",
+    ],
+)
+def test_vpa_of_is_the_controlling_vpa(
+    owner: tuple[str, str],
+    labels: dict[str, str],
+    vpas: list[dict[str, Any]],
+    expected: str | None,
+) -> None:
+    """The shared rule (``vpa_targets.controlling_vpa``), where the rescuer used to take the
+    first VPA by name whose targetRef named any controller above the pod."""
+    pod = running("a", shrinkable=None, owner=owner, labels=labels)
+    found = vpa_of(pod, vpas, WORKLOADS)
+    assert (None if found is None else found["metadata"]["name"]) == expected
+
+
 def test_a_vpa_in_place_makes_a_donor_with_its_bounds() -> None:
     pod = running("a", "2", "2Gi", shrinkable=None, owner=("ReplicaSet", "web-1"))
     the_vpa = vpa(
@@ -169,14 +240,7 @@ def test_a_vpa_in_place_makes_a_donor_with_its_bounds() -> None:
         lower={"cpu": "500m", "memory": "100Mi"},
         policy={"minAllowed": {"memory": "1Gi"}},
     )
-    owners = {("ReplicaSet", "web-1"): ("Deployment", "web")}
-    found = vpa_of(
-        pod,
-        [vpa(("Deployment", "other"), name="other"), the_vpa],
-        lambda k, ns, n: owners.get((k, n)),
-    )
-    assert found is the_vpa
-    donor = donor_of(pod, vpa=found, peaks=peaks_of({"a": Size(100, 100 * MI)}), now=1000.0)
+    donor = donor_of(pod, vpa=the_vpa, peaks=peaks_of({"a": Size(100, 100 * MI)}), now=1000.0)
     assert isinstance(donor, Donor)
     assert donor.containers[0].floor == Size(500, GI)
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from inplace.api.timestamps import rfc3339
-from inplace.client import JOBS, NODES, PODS, Client
+from inplace.client import JOBS, NODES, PODS, VERTICALPODAUTOSCALERS, Client
+from inplace.controllers.workloadresize.controller import sized_by_vpa
 from inplace.controllers.workloadresize.model import CONDITION
 from tests.controllers.conftest import Harness
 from tests.poll import await_until
@@ -171,6 +174,44 @@ async def test_a_template_change_resizes_the_running_pods(harness: Harness) -> N
     assert len(set(uids)) == 2
 
 
+async def test_a_younger_vpa_does_not_keep_the_pods_of_an_older_off_one(
+    harness: Harness,
+) -> None:
+    """Two VPAs on one Job: the older, ``Off``, controls its pods (the shared rule), so the
+    template change resizes them although the younger one is ``Auto``."""
+    client = harness.client
+    created = await client.create(JOBS, job("covered"))
+    for vpa_name, mode in (("older", "Off"), ("younger", "Auto")):
+        await client.create(
+            VERTICALPODAUTOSCALERS,
+            {
+                "apiVersion": "autoscaling.k8s.io/v1",
+                "kind": "VerticalPodAutoscaler",
+                "metadata": {"name": vpa_name, "namespace": "default"},
+                "spec": {
+                    "targetRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "covered"},
+                    "updatePolicy": {"updateMode": mode},
+                },
+            },
+        )
+    pod = await client.create(PODS, owned_pod(created, 0))
+    name = pod["metadata"]["name"]
+    await report(client, name)
+    await harness.start("workload-resize")
+    await client.patch(
+        JOBS,
+        "covered",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": BIGGER}]}}}},
+        patch_type="strategic",
+        namespace="default",
+    )
+
+    async def patched() -> bool:
+        return await pods_resources(client, [name]) == [BIGGER]
+
+    await await_until(patched, what="the pod resized to the template under an older Off VPA")
+
+
 async def test_an_in_place_preferred_pod_that_waits_too_long_is_replaced(harness: Harness) -> None:
     client = harness.client
     await client.create(
@@ -217,3 +258,94 @@ async def test_an_in_place_preferred_pod_that_waits_too_long_is_replaced(harness
         )
 
     await await_until(counted, what="the move counted")
+
+
+# -- which pods a VPA sizes --------------------------------------------------------------------
+
+SELECTOR = {"matchLabels": {"app": "web"}}
+WORKLOAD_OBJECTS: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("apps", "Deployment", "web"): {"metadata": {"name": "web"}, "spec": {"selector": SELECTOR}},
+    ("apps", "ReplicaSet", "web-1"): {
+        "metadata": {
+            "name": "web-1",
+            "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}],
+        },
+        "spec": {"selector": SELECTOR},
+    },
+    ("apps", "ReplicaSet", "orphan-1"): {
+        "metadata": {
+            "name": "orphan-1",
+            "ownerReferences": [{"kind": "Deployment", "name": "gone", "controller": True}],
+        },
+        "spec": {"selector": SELECTOR},
+    },
+}
+
+
+def workloads(group: str, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+    return WORKLOAD_OBJECTS.get((group, kind, name)) if namespace == "default" else None
+
+
+def a_vpa(
+    target: str,
+    mode: str = "Auto",
+    *,
+    name: str = "vpa",
+    namespace: str = "default",
+    created: str = "2026-01-01T00:00:00Z",
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "updatePolicy": {"updateMode": mode},
+        },
+    }
+
+
+def web_pod(replica_set: str = "web-1") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "p",
+            "namespace": "default",
+            "labels": {"app": "web"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": replica_set, "controller": True}],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "vpas", "sized"),
+    [
+        (web_pod(), [a_vpa("web")], True),
+        (web_pod(), [a_vpa("web", "Initial")], True),
+        (web_pod(), [a_vpa("web", "Off")], False),
+        (web_pod("orphan-1"), [a_vpa("gone")], False),
+        (
+            web_pod(),
+            [a_vpa("web", name="a"), a_vpa("web", "Off", name="b", created="2025-01-01T00:00:00Z")],
+            False,
+        ),
+        (
+            web_pod(),
+            [a_vpa("web", "Off", name="a"), a_vpa("web", name="b", created="2025-01-01T00:00:00Z")],
+            True,
+        ),
+        (web_pod(), [a_vpa("web", namespace="elsewhere")], False),
+    ],
+    ids=[
+        "auto",
+        "initial",
+        "off",
+        "target missing",
+        "the oldest is off",
+        "the oldest sizes",
+        "other namespace",
+    ],
+)
+def test_sized_by_vpa_follows_the_controlling_vpa(
+    pod: dict[str, Any], vpas: list[dict[str, Any]], sized: bool
+) -> None:
+    """The shared rule (``vpa_targets.controlling_vpa``), where the controller used to skip a
+    workload that any VPA not ``Off`` named in its targetRef."""
+    assert sized_by_vpa(pod, vpas, workloads) is sized

@@ -43,7 +43,6 @@ from inplace.client import (
     NODES,
     PODMETRICS,
     PODS,
-    REPLICASETS,
     VERTICALPODAUTOSCALERS,
     APIConflictError,
     APIError,
@@ -52,6 +51,7 @@ from inplace.client import (
 
 from ..base import Context, QueueController
 from ..pods import with_type
+from ..workloads import WorkloadLookup
 from .metrics import RescueMetrics
 from .model import Growth, Rescue, Shrink, Size
 from .policy import DEFAULT_GRACE, DEFAULT_TIMEOUT, InFlight, Shrunk, decide
@@ -136,7 +136,7 @@ class RescueController(QueueController):
         self.pods = ctx.informer(PODS)
         self.nodes = ctx.informer(NODES)
         self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
-        self.replicasets = ctx.informer(REPLICASETS)
+        self.workloads = WorkloadLookup(ctx)
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
         for informer in (self.nodes, self.vpas):
             informer.add_handler(self._kick, lambda old, new: self._kick(new), self._kick)
@@ -203,15 +203,6 @@ class RescueController(QueueController):
 
     # -- one pass ---------------------------------------------------------------------------
 
-    def _owner_of(self, kind: str, namespace: str, name: str) -> tuple[str, str] | None:
-        if kind != "ReplicaSet":
-            return None
-        rs = self.replicasets.get(f"{namespace}/{name}")
-        for ref in ((rs or {}).get("metadata") or {}).get("ownerReferences") or ():
-            if ref.get("controller"):
-                return str(ref.get("kind") or ""), str(ref.get("name") or "")
-        return None
-
     def _settle_inflight(self, pods: Mapping[str, Obj], now: float) -> None:
         """Forget the rescues whose pod was bound or deleted; note when every donor of the
         others has its shrink applied (the scheduler retries then)."""
@@ -246,7 +237,7 @@ class RescueController(QueueController):
             pods.values(),
             self.nodes.list(),
             self.vpas.list(),
-            self._owner_of,
+            self.workloads,
             self.peaks,
             now=now,
             settings=self.settings,

@@ -12,10 +12,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from inplace.api.vpa_targets import SELECTOR_KINDS, Lookup
+
 from .model import Donor, NodeRoom, Pending, Plan, plan
 from .usage import UsagePeaks
 from .view import (
-    OwnerLookup,
     RescueSettings,
     allows_shrinking,
     donor_of,
@@ -25,7 +26,7 @@ from .view import (
     vpa_of,
 )
 
-__all__ = ["Snapshot", "owner_lookup", "plan_of", "snapshot"]
+__all__ = ["Snapshot", "plan_of", "snapshot", "workload_lookup"]
 
 Obj = Mapping[str, Any]
 
@@ -40,37 +41,33 @@ class Snapshot:
     pods: dict[str, Obj] = field(default_factory=dict)
     """Every pod considered, by key (what the patches are computed from)."""
     vpas: dict[str, Obj] = field(default_factory=dict)
-    """The VPA covering each pod that has one, by pod key."""
+    """The VPA controlling each pod that has one, by pod key."""
 
 
-def owner_lookup(objects: Mapping[str, Iterable[Obj]]) -> OwnerLookup:
-    """``owner_of`` over controllers by kind (``{"ReplicaSet": [...]}``): each one's own
-    controller, e.g. a ReplicaSet's Deployment."""
-    table: dict[tuple[str, str, str], tuple[str, str]] = {}
+def workload_lookup(objects: Mapping[str, Iterable[Obj]]) -> Lookup:
+    """A :data:`~inplace.api.vpa_targets.Lookup` over workloads listed by kind
+    (``{"Deployment": [...], "ReplicaSet": [...], "Job": [...]}``): what ``inplace rescue
+    --dry-run`` reads VPA targets and pod owners from, one LIST of each kind."""
+    table: dict[tuple[str, str, str, str], Obj] = {}
     for kind, items in objects.items():
+        group = SELECTOR_KINDS.get(kind, "")
         for obj in items:
-            _remember(table, kind, obj)
+            meta = obj.get("metadata") or {}
+            table[(group, kind, str(meta.get("name") or ""), str(meta.get("namespace") or ""))] = (
+                obj
+            )
 
-    def owner_of(kind: str, namespace: str, name: str) -> tuple[str, str] | None:
-        return table.get((kind, namespace, name))
+    def lookup(group: str, kind: str, name: str, namespace: str) -> Obj | None:
+        return table.get((group, kind, name, namespace))
 
-    return owner_of
-
-
-def _remember(table: dict[tuple[str, str, str], tuple[str, str]], kind: str, obj: Obj) -> None:
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-            table[key] = (str(ref.get("kind") or ""), str(ref.get("name") or ""))
-            return
+    return lookup
 
 
 def snapshot(
     pods: Iterable[Obj],
     nodes: Iterable[Obj],
     vpas: Iterable[Obj],
-    owner_of: OwnerLookup,
+    lookup: Lookup,
     peaks: UsagePeaks,
     *,
     now: float,
@@ -92,7 +89,7 @@ def snapshot(
             continue
         if not (pod.get("spec") or {}).get("nodeName") or key in busy:
             continue
-        vpa = vpa_of(pod, vpa_list, owner_of) if vpa_list else None
+        vpa = vpa_of(pod, vpa_list, lookup) if vpa_list else None
         if vpa is not None:
             out.vpas[key] = vpa
         donor = donor_of(pod, vpa=vpa, peaks=peaks, now=now, settings=settings)

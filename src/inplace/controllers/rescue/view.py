@@ -15,7 +15,7 @@ What the scheduler knows is read from what it writes: a pod is pending for room 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,6 +54,7 @@ from inplace.api.vpa_policy import (
     pod_recommendations,
     update_mode,
 )
+from inplace.api.vpa_targets import Lookup, controlling_vpa
 
 from .model import (
     DEFAULT_MARGIN,
@@ -87,8 +88,6 @@ __all__ = [
 ]
 
 Obj = Mapping[str, Any]
-OwnerLookup = Callable[[str, str, str], tuple[str, str] | None]
-"""``(kind, namespace, name)`` → that object's controller ``(kind, name)``, if known."""
 
 DEFAULT_MAX_PODS: Final = 110
 MIB: Final = 1024 * 1024
@@ -253,30 +252,12 @@ def node_rooms(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[NodeRoom]:
 # -- donors -------------------------------------------------------------------------------------
 
 
-def vpa_of(pod: Obj, vpas: Iterable[Obj], owner_of: OwnerLookup) -> Obj | None:
-    """The VerticalPodAutoscaler whose targetRef is one of the pod's controllers (its
-    ReplicaSet, the Deployment above it, its Job...), as upstream's VPA matches pods."""
-    meta = pod.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
-    chain: list[tuple[str, str]] = []
-    for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            chain.append((str(ref.get("kind") or ""), str(ref.get("name") or "")))
-            break
-    while chain and len(chain) < 8:
-        above = owner_of(chain[-1][0], namespace, chain[-1][1])
-        if above is None or above in chain:
-            break
-        chain.append(above)
-    if not chain:
-        return None
-    for vpa in sorted(vpas, key=lambda v: str((v.get("metadata") or {}).get("name") or "")):
-        if (vpa.get("metadata") or {}).get("namespace") != namespace:
-            continue
-        target = (vpa.get("spec") or {}).get("targetRef") or {}
-        if (str(target.get("kind") or ""), str(target.get("name") or "")) in chain:
-            return vpa
-    return None
+def vpa_of(pod: Obj, vpas: Iterable[Obj], lookup: Lookup) -> Obj | None:
+    """The VerticalPodAutoscaler that controls the pod, whatever its mode:
+    :func:`inplace.api.vpa_targets.controlling_vpa`, the rule the VPA updater, its admission
+    and the memory-pause responder use (the oldest VPA whose readable target is the pod's
+    top-most controller and selects it), so the rescuer never shrinks by another VPA's bounds."""
+    return controlling_vpa(pod, vpas, lookup)
 
 
 def _allowed_by_vpa(vpa: Obj | None) -> bool:

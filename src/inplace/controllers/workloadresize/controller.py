@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ import orjson
 from inplace.api.annotations import RESIZE_POLICY, RESIZE_STATUS
 from inplace.api.timestamps import rfc3339
 from inplace.api.vpa_policy import OFF, update_mode
+from inplace.api.vpa_targets import Lookup, Target, controlling_vpa, resolve_target
 from inplace.client import (
     DEPLOYMENTS,
     JOBS,
@@ -58,6 +59,7 @@ from ..pods import (
     uid_of,
     with_type,
 )
+from ..workloads import WorkloadLookup
 from .model import (
     CONDITION,
     ContainerWant,
@@ -74,7 +76,7 @@ from .model import (
     summarize,
 )
 
-__all__ = ["REPLACE_AFTER", "WorkloadResizeController"]
+__all__ = ["REPLACE_AFTER", "WorkloadResizeController", "sized_by_vpa"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,21 @@ _KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "ReplicaSet": REPLICAS
 _STATUS_EVERY = 1.0
 POD_BATCH_PERIOD = 0.1
 """Seconds pod events of one workload are gathered before it is reconciled."""
+
+
+def sized_by_vpa(
+    pod: Mapping[str, Any],
+    vpas: Iterable[Mapping[str, Any]],
+    lookup: Lookup,
+    targets: Mapping[tuple[str, str], Target] | None = None,
+) -> bool:
+    """A VerticalPodAutoscaler sizes ``pod``: its controlling VPA by the shared rule
+    (:func:`inplace.api.vpa_targets.controlling_vpa`, the one the VPA updater and admission
+    use) is in any mode but ``Off``. The template's resources are then only where new pods
+    start (as upstream), so the pod is not resized to them. A VPA whose target cannot be
+    read, or a younger one on the same target, sizes nothing."""
+    vpa = controlling_vpa(pod, vpas, lookup, targets)
+    return vpa is not None and update_mode(vpa) != OFF
 
 
 @dataclass
@@ -141,6 +158,7 @@ class WorkloadResizeController:
         )
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
         self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
+        self.workloads = WorkloadLookup(ctx)
         self.vpas.add_handler(
             self._vpa_changed, lambda _o, n: self._vpa_changed(n), self._vpa_changed
         )
@@ -153,17 +171,28 @@ class WorkloadResizeController:
             namespace = (vpa.get("metadata") or {}).get("namespace")
             self.queue.add(f"{ref['kind']}/{namespace}/{ref['name']}")
 
-    def _under_vpa(self, kind: str, workload: Obj) -> bool:
-        """A VerticalPodAutoscaler (not ``Off``) sizes this workload's pods: its template's
-        resources are only where new pods start (as upstream), so they are not resized to it."""
-        meta = workload.get("metadata") or {}
-        for vpa in self.vpas.by_index(NAMESPACE_INDEX, str(meta.get("namespace") or "")):
-            ref = (vpa.get("spec") or {}).get("targetRef") or {}
-            if (ref.get("kind"), ref.get("name")) == (kind, meta.get("name")) and (
-                update_mode(vpa) != OFF
-            ):
-                return True
-        return False
+    def _outside_vpa(
+        self, workload: Obj, groups: list[tuple[Obj, list[Obj]]]
+    ) -> list[tuple[Obj, list[Obj]]] | None:
+        """``groups`` without the pods a VerticalPodAutoscaler sizes (:func:`sized_by_vpa`);
+        None when it sizes every one of them (the workload is left alone, not reported)."""
+        namespace = str((workload.get("metadata") or {}).get("namespace") or "")
+        vpas = self.vpas.by_index(NAMESPACE_INDEX, namespace)
+        if not vpas:
+            return groups
+        targets = {
+            (namespace, str((v.get("metadata") or {}).get("name") or "")): resolve_target(
+                v, self.workloads
+            )
+            for v in vpas
+        }
+        kept = [
+            (owner, [p for p in pods if not sized_by_vpa(p, vpas, self.workloads, targets)])
+            for owner, pods in groups
+        ]
+        if any(pods for _, pods in groups) and not any(pods for _, pods in kept):
+            return None
+        return kept
 
     def _top_key(self, kind: str, obj: Mapping[str, Any]) -> str | None:
         """The key of the workload that reports for ``obj`` (a ReplicaSet or Job)."""
@@ -286,9 +315,10 @@ class WorkloadResizeController:
             return None
         if kind == "Job" and _finished(workload):
             return None  # a finished Job's condition stays as it last was
-        if self._under_vpa(kind, workload):
+        outside = self._outside_vpa(workload, self._groups(kind, workload))
+        if outside is None:
             return None
-        groups = self._groups(kind, workload)
+        groups = outside
         fingerprints = []
         states: list[tuple[str, PodState]] = []
         patches: list[tuple[Obj, Obj, str]] = []
