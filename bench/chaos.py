@@ -16,6 +16,7 @@ every violation with its seed and operation log (exit status 1).
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -38,13 +39,18 @@ def main() -> int:
     parser.add_argument("--simulated-nodes", type=int, default=0)
     parser.add_argument("--faults", default=",".join(ALL_FAULTS), help="stop,disk,clock or ''")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument(
+        "--workdir", type=Path, help="where each seed's cluster runs (default: a temp dir)"
+    )
     args = parser.parse_args()
     faults = tuple(f for f in args.faults.split(",") if f)
     deadline = time.monotonic() + args.minutes * 60
     reports: list[Report] = []
     seed = args.seed
     baseline: Report | None = None
-    with tempfile.TemporaryDirectory(prefix="inplace-chaos-") as tmp:
+    tmp = args.workdir or Path(tempfile.mkdtemp(prefix="inplace-chaos-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
         if not args.no_baseline:
             calm = Settings(
                 seed=args.seed,
@@ -52,7 +58,7 @@ def main() -> int:
                 simulated_nodes=args.simulated_nodes,
                 kill_every=(1e9, 1e9),
             )
-            baseline = run(calm, Path(tmp) / "baseline")
+            baseline = run(calm, tmp / "baseline")
             print(f"baseline (no chaos): {baseline.summary()}", flush=True)
         while time.monotonic() < deadline:
             left = deadline - time.monotonic()
@@ -62,12 +68,20 @@ def main() -> int:
                 simulated_nodes=args.simulated_nodes,
                 faults=faults,
             )
-            report = run(settings, Path(tmp) / f"seed-{seed}")
+            report = run(settings, tmp / f"seed-{seed}")
             reports.append(report)
             print(report.summary(), flush=True)
             if report.violations:
                 print(report.explain(), flush=True)
             seed += 1
+    finally:  # a violation's run is kept: its data dir holds every component's log
+        for report in reports:
+            if not report.violations:
+                shutil.rmtree(tmp / f"seed-{report.seed}", ignore_errors=True)
+        if baseline is not None and not baseline.violations:
+            shutil.rmtree(tmp / "baseline", ignore_errors=True)
+        if args.workdir is None and not any(tmp.iterdir()):
+            tmp.rmdir()
     return summarize(reports, baseline)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 
@@ -64,6 +66,50 @@ async def test_binding_and_eviction_with_a_budget(apiserver: InProcessServer) ->
         _, charged = await api.call("GET", f"{pdbs}/guard")
         assert charged["status"]["disruptionsAllowed"] == 0
         assert "e" in charged["status"]["disruptedPods"]
+
+
+async def test_binding_preconditions_are_upstreams(apiserver: InProcessServer) -> None:
+    """A Binding naming a uid or resourceVersion the pod no longer has is refused with 409
+    and upstream's message; the pod stays unbound. The scheduler relies on it: a pod resized
+    after its placement was decided is not bound with that decision."""
+    api, session = await make_api(apiserver)
+    async with session:
+        _, created = await api.call("POST", PODS, pod("pre"))
+        uid, version = created["metadata"]["uid"], created["metadata"]["resourceVersion"]
+        await api.call(
+            "PATCH",
+            f"{PODS}/pre",
+            {"metadata": {"labels": {"changed": "yes"}}},
+            "application/merge-patch+json",
+        )
+
+        def binding(**meta: str) -> dict[str, Any]:
+            return {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "pre", **meta},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+            }
+
+        status, body = await api.call("POST", f"{PODS}/pre/binding", binding(uid="other"))
+        assert status == 409
+        assert "Precondition failed: UID in precondition: other" in body["message"]
+        status, body = await api.call(
+            "POST", f"{PODS}/pre/binding", binding(uid=uid, resourceVersion=version)
+        )
+        assert status == 409
+        assert (
+            f"Precondition failed: ResourceVersion in precondition: {version}" in (body["message"])
+        )
+        _, current = await api.call("GET", f"{PODS}/pre")
+        assert not current["spec"].get("nodeName")
+        latest = current["metadata"]["resourceVersion"]
+        status, _ = await api.call(
+            "POST", f"{PODS}/pre/binding", binding(uid=uid, resourceVersion=latest)
+        )
+        assert status == 201
+        _, bound = await api.call("GET", f"{PODS}/pre")
+        assert bound["spec"]["nodeName"] == "n1"
 
 
 async def test_scale_subresource(apiserver: InProcessServer) -> None:

@@ -17,7 +17,9 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -255,6 +257,19 @@ class Chaos(threading.Thread):
             else:
                 self.say(f"chaos: SIGKILL {victim}")
             self.report.kills[victim] = self.report.kills.get(victim, 0) + 1
+            self.wait_for_api()
+
+    def wait_for_api(self, bound: float = 60.0) -> None:
+        """The next interval starts once the API server accepts connections again: killing it
+        again while it restarts (slow on a loaded machine) would leave a storm with nothing
+        acknowledged, and so nothing checked."""
+        deadline = time.monotonic() + bound
+        while not self.halt.is_set() and time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.target.cluster.port), 1.0):
+                    return
+            except OSError:
+                self.halt.wait(0.25)
 
     def fault(self, fault: str) -> bool:
         data = self.target.data_dir
@@ -320,6 +335,9 @@ class Engine:
                 with contextlib.suppress(Exception):
                     target.stop()
         finally:
+            if self.checker.violations:  # every component's log, before the disk goes
+                with contextlib.suppress(OSError):
+                    shutil.copytree(data_dir / "logs", self.workdir / "logs", dirs_exist_ok=True)
             reap_cgroups(data_dir)
             reap_mounts(data_dir)
         self.report.seconds = time.monotonic() - self.started
@@ -331,6 +349,7 @@ class Engine:
             self.report.dump.write_text(
                 json.dumps([dataclasses.asdict(v) for v in self.report.violations], indent=1)
             )
+            (self.workdir / "operations.log").write_text("\n".join(self.report.log) + "\n")
         return self.report
 
     async def _run(self, target: ChaosCluster) -> None:

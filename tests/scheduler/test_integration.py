@@ -10,6 +10,8 @@ import pytest
 
 from inplace.client import EVENTS, NODES, PODDISRUPTIONBUDGETS, PODS, Client, ClusterConfig
 from inplace.scheduler import Scheduler, SchedulerConfig
+from inplace.scheduler.framework import pod_info
+from inplace.scheduler.plugins import DefaultBinder
 from tests.poll import await_until
 
 from .helpers import node, pod
@@ -69,6 +71,28 @@ async def test_places_pods_and_records_events(client: Client, scheduler: Schedul
     event = (await scheduled_events())[0]
     assert event["message"].startswith("Successfully assigned default/p")
     assert event["involvedObject"]["kind"] == "Pod"
+
+
+async def test_a_pod_resized_after_the_decision_is_not_bound_with_it(client: Client) -> None:
+    """The binder sends the resourceVersion the placement was decided on: a resize landing
+    between the decision and the binding makes the binding fail (and the pod is retried at
+    its new size) instead of binding a size the node was never checked for."""
+    created = await client.create(PODS, _api_pod(pod("raced", cpu="100m", memory="64Mi")))
+    decided = pod_info(created)
+    bigger = {"requests": {"cpu": "1500m", "memory": "64Mi"}}
+    await client.patch(
+        PODS,
+        "raced",
+        {"spec": {"containers": [{"name": "main", "resources": bigger}]}},
+        namespace="default",
+        subresource="resize",
+    )
+    status = await DefaultBinder(client).bind(decided, "n1")
+    assert not status.ok
+    assert "Precondition failed: ResourceVersion in precondition" in status.message()
+    assert not (await client.get(PODS, "raced", namespace="default"))["spec"].get("nodeName")
+    current = pod_info(await client.get(PODS, "raced", namespace="default"))
+    assert (await DefaultBinder(client).bind(current, "n1")).ok
 
 
 async def test_unschedulable_then_node_added(client: Client, scheduler: Scheduler) -> None:

@@ -106,6 +106,35 @@ def conflict(plural: str, group: str, name: str, why: str | None = None) -> Stat
     )
 
 
+def check_preconditions(
+    plural: str,
+    group: str,
+    name: str,
+    preconditions: dict[str, Any],
+    uid: Any,
+    revision: int,
+) -> None:
+    """Upstream's storage preconditions (``uid``, ``resourceVersion``) against the stored
+    object: a mismatch is a 409 with upstream's "Precondition failed" message."""
+    want_uid = preconditions.get("uid")
+    if want_uid and want_uid != uid:
+        raise conflict(
+            plural,
+            group,
+            name,
+            f"Precondition failed: UID in precondition: {want_uid}, UID in object meta: {uid}",
+        )
+    want_rv = preconditions.get("resourceVersion")
+    if want_rv and str(want_rv) != str(revision):
+        raise conflict(
+            plural,
+            group,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {want_rv}, "
+            f"ResourceVersion in object meta: {revision}",
+        )
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, message)
 

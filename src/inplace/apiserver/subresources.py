@@ -22,20 +22,29 @@ from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
-from inplace.apiserver.errors import StatusError, bad_request, conflict
+from inplace.apiserver.errors import StatusError, bad_request, check_preconditions, conflict
 from inplace.apiserver.rest import REST
 from inplace.store import ConflictError
 
 
 async def bind(rest: REST, pods: Kind, namespace: str, name: str, body: Any) -> dict[str, Any]:
-    """pods/binding: set spec.nodeName once, and the PodScheduled condition, as upstream."""
+    """pods/binding: set spec.nodeName once, and the PodScheduled condition, as upstream.
+
+    The Binding's ``metadata.uid`` and ``metadata.resourceVersion`` are preconditions, as
+    upstream's ``BindingREST``: our scheduler sends the version it decided on, so a pod
+    resized (or re-created) after the decision is not bound with it (409; it is retried)."""
     if not isinstance(body, dict):
         raise bad_request("the body of a binding must be a Binding object")
     target = (body.get("target") or {}).get("name")
     if not target:
         raise StatusError(422, "target.name: Required value")
+    meta = body.get("metadata") or {}
+    preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
     for _ in range(8):
         entry = await rest.get_entry(pods, namespace, name)
+        check_preconditions(
+            pods.plural, "", name, preconditions, entry.value["metadata"].get("uid"), entry.revision
+        )
         pod = copy.deepcopy(entry.value)
         spec = pod.setdefault("spec", {})
         if pod["metadata"].get("deletionTimestamp"):

@@ -10,9 +10,15 @@ __all__ = ["DefaultBinder", "binding_body"]
 
 
 def binding_body(pod: PodInfo, node: str) -> dict[str, object]:
+    """The Binding, with the pod's uid and the resourceVersion the decision was made on as
+    preconditions (upstream's scheduler sends only the uid): a pod resized between the
+    decision and the binding must not be bound at a size the node was never checked for."""
     metadata: dict[str, str] = {"name": pod.name, "namespace": pod.namespace}
     if pod.uid:
         metadata["uid"] = pod.uid
+    version = (pod.obj.get("metadata") or {}).get("resourceVersion")
+    if version:
+        metadata["resourceVersion"] = str(version)
     return {
         "apiVersion": "v1",
         "kind": "Binding",
