@@ -1,7 +1,8 @@
 """Workload resize: a Deployment's pods resized in place versus rolled out to the same size.
 
 Part 1 runs a real `inplace up --nodes 2` (real processes, real cgroups) with a 20-replica
-Deployment. From the moment the PATCH of the Deployment's template returns:
+Deployment. Once every pod is Ready and the events of starting them are posted, from the
+moment the PATCH of the Deployment's template returns:
 
 * **in place**: the template's resources change (nothing else): the workload-resize
   controller resizes every pod through ``pods/resize``; measured until a pod watch (opened
