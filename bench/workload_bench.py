@@ -1,7 +1,8 @@
 """Workload resize: a Deployment's pods resized in place versus rolled out to the same size.
 
 Part 1 runs a real `inplace up --nodes 2` (real processes, real cgroups) with a 20-replica
-Deployment. From the moment the PATCH of the Deployment's template returns:
+Deployment. Once every pod is Ready and the events of starting them are posted, from the
+moment the PATCH of the Deployment's template returns:
 
 * **in place**: the template's resources change (nothing else): the workload-resize
   controller resizes every pod through ``pods/resize``; measured until a pod watch (opened
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inplace.client import DEPLOYMENTS, PODS, Client, load_kubeconfig
+from inplace.client import DEPLOYMENTS, EVENTS, PODS, Client, load_kubeconfig
 
 SMALL = {"requests": {"cpu": "20m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 LARGE = {"requests": {"cpu": "30m", "memory": "24Mi"}, "limits": {"memory": "48Mi"}}
@@ -181,6 +182,23 @@ def restarts(pods: list[dict[str, Any]]) -> int:
     )
 
 
+async def events_settled(client: Client, *, still: float = 2.0, timeout: float = 120) -> None:
+    """Wait until no Event was recorded for ``still`` seconds. The components post the events
+    of starting the pods (``Scheduled``, ``Started``, ...) in the background, after the pods
+    are Ready; the measurement is of the resize, not of that backlog draining under it."""
+    deadline = time.perf_counter() + timeout
+    seen: tuple[int, int] | None = None
+    since = time.perf_counter()
+    while time.perf_counter() < deadline:
+        items = (await client.list(EVENTS, namespace="default"))["items"]
+        now = (len(items), sum(int(e.get("count") or 1) for e in items))
+        if now != seen:
+            seen, since = now, time.perf_counter()
+        elif time.perf_counter() - since >= still:
+            return
+        await asyncio.sleep(0.5)
+
+
 async def resize_template(
     client: Client, name: str, size: dict[str, Any], *, force: str = ""
 ) -> float:
@@ -204,6 +222,7 @@ async def part_one(kubeconfig: Path, replicas: int) -> dict[str, Any]:
         await pods.start()
         await client.create(DEPLOYMENTS, deployment(name, replicas))
         await pods.until(all_at(replicas, SMALL), 180)
+        await events_settled(client)
         before = {uid: restarts([p]) for uid, p in pods.pods.items()}
 
         started = await resize_template(client, name, LARGE)
@@ -244,6 +263,7 @@ async def part_two(kubeconfig: Path, replicas: int) -> dict[str, Any]:
         await pods.start()
         await client.create(DEPLOYMENTS, deployment(name, replicas))
         await pods.until(all_at(replicas, SMALL), 600)
+        await events_settled(client)
         uids = set(pods.pods)
         started = await resize_template(client, name, LARGE)
         specs = asyncio.create_task(pods.until(specs_at(replicas, LARGE), 600))

@@ -14,6 +14,8 @@ from inplace.node.model import (
     ContainerState,
     admission_check,
     alloc_of,
+    approval_hold,
+    arbiter_decided,
     bigger_of,
     container_cgroup,
     crash_backoff,
@@ -422,3 +424,65 @@ def test_bigger_of_only_raises(
     current: CgroupResources, needed: CgroupResources, expected: CgroupResources
 ) -> None:
     assert bigger_of(current, needed) == expected
+
+
+# -- the status write held for the arbiter's approval -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("awaiting", "decided", "only_generation", "waited", "hold"),
+    [
+        (True, False, True, 0.0, 1.0),  # just seen: held for the whole window
+        (True, False, True, 0.4, 0.6),  # the rest of the window
+        (True, False, True, 1.0, None),  # the window is over: written alone
+        (True, False, True, 5.0, None),
+        (True, True, True, 0.0, None),  # the arbiter decided (approved or pending): written
+        (True, False, False, 0.0, None),  # something else changed too: written at once
+        (False, False, True, 0.0, None),  # nothing waits for approval: written
+    ],
+)
+def test_approval_hold(
+    awaiting: bool, decided: bool, only_generation: bool, waited: float, hold: float | None
+) -> None:
+    got = approval_hold(
+        awaiting_approval=awaiting,
+        arbiter_decided=decided,
+        only_generation=lambda: only_generation,
+        waited=waited,
+        hold=1.0,
+    )
+    assert got == (None if hold is None else pytest.approx(hold))
+
+
+def test_approval_hold_computes_the_status_only_when_it_would_hold() -> None:
+    def never() -> bool:
+        raise AssertionError("the status was computed for a write that is not held")
+
+    for awaiting, decided, waited in [(False, False, 0.0), (True, True, 0.0), (True, False, 2.0)]:
+        assert (
+            approval_hold(
+                awaiting_approval=awaiting,
+                arbiter_decided=decided,
+                only_generation=never,
+                waited=waited,
+                hold=1.0,
+            )
+            is None
+        )
+
+
+@pytest.mark.parametrize(
+    ("conditions", "decided"),
+    [
+        ([], False),
+        ([{"type": "PodResizeScheduled", "status": "True", "observedGeneration": 3}], True),
+        ([{"type": "PodResizePending", "reason": "Deferred", "observedGeneration": 3}], True),
+        ([{"type": "PodResizeScheduled", "status": "True", "observedGeneration": 2}], False),
+        ([{"type": "PodResizeInProgress", "status": "True", "observedGeneration": 3}], False),
+        ([{"type": "Ready", "status": "True", "observedGeneration": 3}], False),
+    ],
+)
+def test_arbiter_decided_reads_the_generation_stamp(
+    conditions: list[dict[str, Any]], decided: bool
+) -> None:
+    assert arbiter_decided({"status": {"conditions": conditions}}, 3) is decided

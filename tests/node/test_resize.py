@@ -67,8 +67,13 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
         assert w is not None
         patches = len(cluster.status_patches)
         cluster.put(_resized(cluster, key, cpu="100", memory="64Mi", generation=2))
-        assert await agent.reconcile(key) is None
+        held = await agent.reconcile(key)
+        assert held is not None and 0 < held <= agent.config.approval_hold
         assert w.allocated["main"]["requests"]["cpu"] == "250m"  # not approved: untouched
+        # Only the generation is news: held for the approval to come with it.
+        assert cluster.status_patches[patches:] == []
+        agent.config.approval_hold = 0.0  # the hold is over: the retry writes
+        assert await agent.reconcile(key) is None
         # The agent saw generation 2 and says so (status and its own conditions), nothing
         # about the resize itself: that is the arbiter's to decide.
         ((_, seen),) = cluster.status_patches[patches:]
@@ -90,6 +95,63 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
         assert (pending["reason"], pending["observedGeneration"]) == ("Infeasible", 2)
         assert pending["message"].startswith("Node didn't have enough capacity: cpu")
         assert cluster.reasons(key)[-1] == "ResizeInfeasible"
+
+
+async def test_an_approval_within_the_hold_is_reported_with_the_generation_in_one_write(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web", cpu="250m", memory="64Mi"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        patches = len(cluster.status_patches)
+        cluster.put(_resized(cluster, key, cpu="500m", memory="128Mi", generation=2))
+        assert await agent.reconcile(key) is not None  # held
+        assert cluster.status_patches[patches:] == []
+        cluster.put(_approve(copy.deepcopy(cluster.pods[key]), 2))
+        assert await agent.reconcile(key) is None
+        ((_, seen),) = cluster.status_patches[patches:]
+        assert seen["observedGeneration"] == 2
+        assert seen["containerStatuses"][0]["allocatedResources"] == {
+            "cpu": "500m",
+            "memory": "128Mi",
+        }
+        assert cluster.reasons(key)[-2:] == ["ResizeStarted", "ResizeCompleted"]
+
+
+async def test_a_deferral_by_the_arbiter_is_answered_with_the_generation_at_once(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web", cpu="250m", memory="64Mi"))
+        patches = len(cluster.status_patches)
+        body = _resized(cluster, key, cpu="500m", memory="128Mi", generation=2)
+        body["status"]["conditions"].append(
+            {
+                "type": "PodResizePending",
+                "status": "True",
+                "reason": "Deferred",
+                "observedGeneration": 2,
+            }
+        )
+        cluster.put(body)
+        assert await agent.reconcile(key) is None
+        ((_, seen),) = cluster.status_patches[patches:]
+        assert seen["observedGeneration"] == 2
+
+
+async def test_a_status_change_besides_the_generation_is_not_held(tmp_path: Path) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web", cpu="250m", memory="64Mi"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        patches = len(cluster.status_patches)
+        cluster.put(_resized(cluster, key, cpu="500m", memory="128Mi", generation=2))
+        w.containers["main"].restart_count += 1  # news of its own: written with the generation
+        assert await agent.reconcile(key) is None
+        ((_, seen),) = cluster.status_patches[patches:]
+        assert seen["observedGeneration"] == 2
+        assert seen["containerStatuses"][0]["restartCount"] == 1
 
 
 async def test_a_shrink_needs_no_approval(tmp_path: Path) -> None:

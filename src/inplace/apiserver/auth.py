@@ -149,10 +149,20 @@ class TokenFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._users: dict[str, User] = {}
+        self._loaded: tuple[int, int, int] | None = None
+        """(inode, size, mtime_ns) of the file as last read."""
         if path.exists():
             self._load()
 
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def _load(self) -> None:
+        signature = self._signature()
         users: dict[str, User] = {}
         for row in csv.reader(io.StringIO(self.path.read_text())):
             if len(row) < 2 or row[0].startswith("#"):
@@ -160,6 +170,7 @@ class TokenFile:
             groups = tuple(g for g in (row[3].split(",") if len(row) > 3 else []) if g)
             users[row[0]] = User(row[1], groups, row[2] if len(row) > 2 else "")
         self._users = users
+        self._loaded = signature
 
     def token_for(self, name: str, groups: tuple[str, ...] = ()) -> str:
         """The token of user `name`, created (and saved) if it has none yet; its groups are
@@ -199,7 +210,10 @@ class TokenFile:
         tmp.replace(self.path)
 
     def reload(self) -> None:
-        if self.path.exists():
+        """Read the file again if it changed since it was read (an unknown token is looked
+        up on every request that presents it: one stat, not a parse)."""
+        signature = self._signature()
+        if signature is not None and signature != self._loaded:
             self._load()
 
     def authenticate_token(self, token: str) -> User | None:

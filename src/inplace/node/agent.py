@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -49,7 +50,14 @@ from .env import api_server_env
 from .execproc import ExecTarget
 from .ledger import Ledger
 from .lifecycle import Lifecycle
-from .model import admission_check, desired_allocs, pod_allocated_requests, rfc3339
+from .model import (
+    admission_check,
+    approval_hold,
+    arbiter_decided,
+    desired_allocs,
+    pod_allocated_requests,
+    rfc3339,
+)
 from .pause import MemoryPause
 from .registration import KUBELET_VERSION, RUNTIME_VERSION, NodeRegistration
 from .resize import Resizer
@@ -365,7 +373,11 @@ class NodeAgent:
         w.observed_generation = w.generation
         try:
             requeue = await self.resizer.resize(w)
-            await self.status.sync(w)
+            hold = self._status_hold(w)
+            if hold is None:
+                await self.status.sync(w)
+            else:
+                requeue = hold if requeue is None else min(requeue, hold)
             self.pause.enforce_timeout(w)
             for error in await self.ctx.sandboxes.refresh(w.pod):
                 self.ctx.event(w, "FailedMount", str(error), warning=True)
@@ -374,6 +386,25 @@ class NodeAgent:
             # first would put two API calls ahead of the status on the resize latency path.
             self.status.flush_events(w)
         return requeue
+
+    def _status_hold(self, w: PodWorker) -> float | None:
+        """Seconds to hold back the status write of a pod whose growth waits for the
+        scheduler's approval (:func:`~inplace.node.model.approval_hold`), or None."""
+        generation = w.generation
+        if w.awaiting_approval is None or w.awaiting_approval != generation:
+            return None
+        now = time.monotonic()
+        seen, since = w.generation_seen
+        if seen != generation:
+            w.generation_seen = (generation, now)
+            since = now
+        return approval_hold(
+            awaiting_approval=True,
+            arbiter_decided=arbiter_decided(w.pod, generation),
+            only_generation=lambda: self.status.reports_only_generation(w),
+            waited=now - since,
+            hold=self.config.approval_hold,
+        )
 
     async def _admit(self, pod: dict[str, Any]) -> PodWorker | None:
         meta = pod_meta(pod)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .model import APPROVAL_HOLD
+
 __all__ = ["AgentConfig"]
 
 
@@ -26,6 +28,10 @@ class AgentConfig:
     admit_without_scheduler: bool = False
     """Approve resizes on the agent's own ledger, as upstream's kubelet does without an
     arbitrating scheduler."""
+    approval_hold: float = APPROVAL_HOLD
+    """Seconds a status write that only reports a new generation may wait for the
+    scheduler's approval of its growth, to go out with the allocation
+    (:func:`inplace.node.model.approval_hold`; 0: never held)."""
     http_host: str = "127.0.0.1"
     http_port: int = 0
     """Port of the stats endpoint (0: pick one; published in ``daemonEndpoints``)."""

@@ -87,6 +87,7 @@ class Resizer:
 
     async def resize(self, w: PodWorker) -> float | None:
         """Bring allocations and cgroups to the spec's resources; returns a retry delay."""
+        w.awaiting_approval = None
         if w.stopping or w.failed_init or w.phase() in TERMINAL:
             return None
         desired = desired_allocs(w.pod)
@@ -110,6 +111,7 @@ class Resizer:
         restarts: list[str] = []
         if changed:
             if not self.approved(w, desired):
+                w.awaiting_approval = generation
                 return None
             new_allocs = dict(w.allocated)
             for n in changed:

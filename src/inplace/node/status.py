@@ -131,6 +131,18 @@ class StatusWriter:
 
         return compute
 
+    def reports_only_generation(self, w: PodWorker) -> bool:
+        """Whether the status write pending for ``w`` would report nothing but the generation
+        it acted on: the same status stamped with the generation the stored pod reports
+        differs in nothing."""
+        reported = (w.pod.get("status") or {}).get("observedGeneration")
+        acted_on = w.observed_generation
+        w.observed_generation = reported if isinstance(reported, int) else None
+        try:
+            return self.compute(w)(w.pod) is None
+        finally:
+            w.observed_generation = acted_on
+
     async def sync(self, w: PodWorker) -> None:
         """One strategic merge PATCH of pods/NAME/status with what differs from the pod as
         the agent last saw it; nothing when nothing does."""

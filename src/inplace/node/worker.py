@@ -68,6 +68,11 @@ class PodWorker:
     :mod:`inplace.api.conditions`)."""
     observed_generation: int | None = None
     """The pod generation the agent last acted on (``status.observedGeneration``)."""
+    awaiting_approval: int | None = None
+    """The generation whose growth waits for the scheduler's approval (set by the resizer)."""
+    generation_seen: tuple[int | None, float] = (None, 0.0)
+    """(generation, monotonic time the agent first saw it): how long a status write that
+    only reports it has been held (:func:`~inplace.node.model.approval_hold`)."""
     resize_backoff: float | None = None
     last_resize_event: tuple[Any, ...] | None = None
     restart_for_resize: set[str] = field(default_factory=set)
