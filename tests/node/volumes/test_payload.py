@@ -108,7 +108,9 @@ async def test_downward_api() -> None:
     assert got["cpulim"][0] == b"2"  # no limit: the node's allocatable
 
 
-async def test_projected_merges_sources_and_takes_new_kinds() -> None:
+async def test_projected_merges_sources_and_takes_new_kinds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     volume = {
         "projected": {
             "defaultMode": 0o440,
@@ -136,10 +138,9 @@ async def test_projected_merges_sources_and_takes_new_kinds() -> None:
 
         return {body["path"]: FileProjection(b"tok", p.default_mode)}
 
-    PROJECTED_SOURCES["serviceAccountToken"] = fixed
-    try:
-        assert await payload(
-            {"projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
-        ) == {"token": (b"tok", 0o644)}
-    finally:
-        del PROJECTED_SOURCES["serviceAccountToken"]
+    # The registry is the node's own: restored after the test (a test that deleted the
+    # entry left every later serviceAccountToken volume in the same worker unsupported).
+    monkeypatch.setitem(PROJECTED_SOURCES, "serviceAccountToken", fixed)
+    assert await payload(
+        {"projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+    ) == {"token": (b"tok", 0o644)}
