@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from inplace.client import PODS, REPLICASETS, Client
-from inplace.controllers.replicaset import replica_set_status, slow_start_batches
+from inplace.client.errors import APIConnectionError
+from inplace.controllers.replicaset import (
+    ReplicaSetController,
+    replica_set_status,
+    slow_start_batches,
+)
 from tests.controllers.conftest import Harness, names, set_phase
 from tests.poll import await_until
 
@@ -181,3 +186,30 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(harness: Harnes
         )
 
     await await_until(released, what="released and replaced")
+
+
+async def test_a_create_lost_with_the_connection_is_not_expected(harness: Harness) -> None:
+    """The API server dies while the controller creates pods: the creates fail with a
+    connection error, and the ReplicaSet must not wait out the expectations' five-minute TTL
+    for pods that were never made (found by the chaos storm: 1 of 2 replicas for minutes)."""
+    client = harness.client
+    manager = await harness.start("replicaset")
+    controller = manager.controllers["replicaset-controller"]
+    assert isinstance(controller, ReplicaSetController)
+    real_create = controller.pod_control.create
+    lost = [2]
+
+    async def flaky_create(owner: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
+        if lost[0] > 0:
+            lost[0] -= 1
+            raise APIConnectionError("POST pods: Server disconnected")
+        return await real_create(owner, pod)
+
+    controller.pod_control.create = flaky_create  # type: ignore[method-assign]
+    await client.create(REPLICASETS, replica_set("lossy", 3, {"app": "lossy"}))
+
+    async def three() -> bool:
+        return len(await harness.pods(selector="app=lossy")) == 3
+
+    await await_until(three, timeout=60, what="3 pods despite the lost creates")
+    assert lost == [0]

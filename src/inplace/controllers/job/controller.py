@@ -523,7 +523,7 @@ class _JobSync:
         if m.is_indexed(job):
             _add_index_env(template)
         created = 0
-        error: APIError | None = None
+        error: APIError | ConnectionError | None = None
         remaining = diff
         for size in slow_start_batches(diff):
             batch_indexes, indexes = indexes[:size], indexes[size:]
@@ -536,7 +536,9 @@ class _JobSync:
             )
             failed = 0
             for result in results:
-                if isinstance(result, APIError):
+                # A create whose answer was lost with the connection is not expected either
+                # (as the ReplicaSet controller: it would stall the Job until the TTL).
+                if isinstance(result, (APIError, ConnectionError)):
                     error, failed = result, failed + 1
                 elif isinstance(result, BaseException):
                     raise result
