@@ -63,9 +63,11 @@ def pod_charge(
     pod: dict[str, Any], bound: dict[str, tuple[int, int]] | None = None
 ) -> tuple[int, int]:
     """What a pod holds on its node: per container `max(allocated, desired if approved,
-    actual)` requests, in milli-CPU and bytes. A pod its node has not admitted yet holds
-    what it was bound with (``bound``, from the watch history: the binding approved that
-    size, not a resize sent after it), else its spec."""
+    actual)` requests, in milli-CPU and bytes. A pod its node has not admitted yet holds the
+    smaller of what it was bound with (``bound``, from the watch history: the binding approved
+    that size, not a growth sent after it; the node admits a growth only if it fits) and its
+    spec (a shrink before admission is admitted at the smaller size, and the scheduler gives
+    the difference to others at once)."""
     statuses = {cs["name"]: cs for cs in (pod.get("status") or {}).get("containerStatuses") or ()}
     approved = resize_approved(pod)
     cpu = memory = 0
@@ -73,7 +75,8 @@ def pod_charge(
         desired = _requests(spec.get("resources"))
         cs = statuses.get(spec["name"])
         if cs is None or cs.get("allocatedResources") is None:
-            held = (bound or {}).get(spec["name"], desired)
+            at_binding = (bound or {}).get(spec["name"], desired)
+            held = (min(at_binding[0], desired[0]), min(at_binding[1], desired[1]))
         else:
             allocated = _requests({"requests": cs.get("allocatedResources")})
             actual = _requests(cs.get("resources"))

@@ -127,6 +127,19 @@ def test_a_pod_resized_before_admission_counts_at_its_bound_size() -> None:
     assert [v.invariant for v in checker.violations] == ["1 over-commit"]
 
 
+def test_a_pod_shrunk_before_admission_counts_at_its_smaller_size() -> None:
+    """Found by a long storm: a pod bound at 350m and shrunk to 325m before its node admitted
+    it; the scheduler gave the 25m to another pod's resize at once, as it should."""
+    checker = Checker()
+    checker.observe_node("ADDED", node())
+    checker.observe_pod("ADDED", pod("b", 2, cpu="350m"))
+    checker.observe_pod("MODIFIED", pod("b", 3, cpu="325m", generation=2))
+    checker.observe_pod(
+        "ADDED", pod("a", 4, cpu="675m", allocated={"cpu": "675m", "memory": "64Mi"})
+    )
+    assert not checker.violations
+
+
 def test_a_process_end_must_be_recorded_and_explained() -> None:
     checker = Checker()
     alloc = {"cpu": "100m", "memory": "64Mi"}
