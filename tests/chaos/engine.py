@@ -301,6 +301,7 @@ class Engine:
         self.report = Report(settings.seed)
         self.checker = Checker()
         self.stop_watching = asyncio.Event()
+        self.listed = {stream: asyncio.Event() for stream in ("pods", "nodes", "replicasets")}
         self.storm: Storm | None = None
         self.started = time.monotonic()
 
@@ -365,6 +366,10 @@ class Engine:
                     self.follow(client, REPLICASETS, "replicasets", self.checker.observe_replicaset)
                 ),
             ]
+            # The storm starts once every stream has its first LIST: a write before it would
+            # be seen only at a later version (a checker race, found in a calm baseline run).
+            async with asyncio.timeout(120):
+                await asyncio.gather(*(self.listed[name].wait() for name in self.listed))
             storm = self.storm = Storm(random.Random(self.settings.seed), client)
             storm.started = self.started
             chaos = Chaos(self.settings, target, self.report, self.say, self.checker)
@@ -415,6 +420,7 @@ class Engine:
                     self.checker.reset(stream, listed.get("items") or [])
                     self.checker.last_rv[stream] = list_rv
                     rv, first = list_rv, False
+                    self.listed[stream].set()
                 async for event in client.watch(res, resource_version=str(rv), timeout_seconds=60):
                     if event.type == "BOOKMARK":
                         rv = int(event.resource_version or rv)
