@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 
@@ -110,6 +112,34 @@ async def test_binding_preconditions_are_upstreams(apiserver: InProcessServer) -
         assert status == 201
         _, bound = await api.call("GET", f"{PODS}/pre")
         assert bound["spec"]["nodeName"] == "n1"
+
+
+async def test_binding_a_pod_deleted_meanwhile_is_not_found(
+    apiserver: InProcessServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pod goes between the binding's read and its write: 404, as a pod that was never
+    there, not a 500 (found by the chaos storm)."""
+    api, session = await make_api(apiserver)
+    async with session:
+        await api.call("POST", PODS, pod("gone"))
+        store = apiserver.server.store
+        assert store is not None
+        real_update = store.update
+
+        async def deleted_first(key: str, value: Any, **kwargs: Any) -> Any:
+            await store.delete(key)
+            return await real_update(key, value, **kwargs)
+
+        monkeypatch.setattr(store, "update", deleted_first)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "gone"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+        }
+        status, body = await api.call("POST", f"{PODS}/gone/binding", binding)
+        assert status == 404, body
+        assert body["message"] == 'pods "gone" not found'
 
 
 async def test_scale_subresource(apiserver: InProcessServer) -> None:

@@ -23,10 +23,10 @@ from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
 from inplace.apiserver.auth import User
-from inplace.apiserver.errors import StatusError, bad_request, conflict
+from inplace.apiserver.errors import StatusError, bad_request, conflict, not_found
 from inplace.apiserver.rest import REST
 from inplace.apiserver.writes import check_preconditions
-from inplace.store import ConflictError
+from inplace.store import ConflictError, NotFoundError
 
 
 async def bind(rest: REST, pods: Kind, namespace: str, name: str, body: Any) -> dict[str, Any]:
@@ -76,6 +76,8 @@ async def bind(rest: REST, pods: Kind, namespace: str, name: str, body: Any) -> 
             await rest.store.update(entry.key, pod, expected_revision=entry.revision)
         except ConflictError:
             continue
+        except NotFoundError:  # deleted between the read and the write (found by the chaos storm)
+            raise not_found(pods.plural, "", name) from None
         return _success()
     raise conflict(pods.plural, "", name)
 
