@@ -136,6 +136,8 @@ def run(mechanism: str, mode: str, seconds: float, workdir: Path) -> str:
     finally:
         os.killpg(spawner.pid, signal.SIGKILL)
         spawner.wait()
+        for name in (f"faketime_shm_{spawner.pid}", f"sem.faketime_sem_{spawner.pid}"):
+            Path("/dev/shm", name).unlink(missing_ok=True)  # libfaketime's, left by the kill
     count, wall, mono = last.split()
     # monotonic clocks are the host's under either mechanism: the host's wall clock when the
     # child last read its own
