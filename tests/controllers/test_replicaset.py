@@ -189,9 +189,10 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(harness: Harnes
 
 
 async def test_a_create_lost_with_the_connection_is_not_expected(harness: Harness) -> None:
-    """The API server dies while the controller creates pods: the creates fail with a
-    connection error, and the ReplicaSet must not wait out the expectations' five-minute TTL
-    for pods that were never made (found by the chaos storm: 1 of 2 replicas for minutes)."""
+    """The API server stays unreachable for longer than PodControl sends a lost create again:
+    the creates fail with a connection error, and the ReplicaSet must not wait out the
+    expectations' five-minute TTL for pods that were never made (found by the chaos storm: 1
+    of 2 replicas for minutes)."""
     client = harness.client
     manager = await harness.start("replicaset")
     controller = manager.controllers["replicaset-controller"]

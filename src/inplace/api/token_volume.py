@@ -13,9 +13,10 @@ in-cluster configuration reads.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+from inplace.api.names import random_suffix
 
 __all__ = [
     "ROOT_CA_CONFIG_MAP",
@@ -32,16 +33,6 @@ TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
 ROOT_CA_CONFIG_MAP: Final = "kube-root-ca.crt"
 #: kubelet's projected token lifetime (the API server extends it and warns after it).
 TOKEN_EXPIRATION_SECONDS: Final = 3607
-_NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"
-
-
-_RANDOM: Final = random.Random()
-
-
-def _suffix() -> str:
-    """Upstream's ``utilrand.String(5)``: a name, not a secret, so not from the system's
-    entropy (a syscall per character, a quarter of a millisecond per pod under load)."""
-    return "".join(_RANDOM.choices(_NAME_CHARS, k=5))
 
 
 def should_automount(pod: Mapping[str, Any], account: Mapping[str, Any] | None) -> bool:
@@ -96,7 +87,9 @@ def token_volume_source() -> dict[str, Any]:
     }
 
 
-def mount_service_account_token(pod: dict[str, Any], suffix: Callable[[], str] = _suffix) -> None:
+def mount_service_account_token(
+    pod: dict[str, Any], suffix: Callable[[], str] = random_suffix
+) -> None:
     """Upstream ``mountServiceAccountToken``: reuse a ``kube-api-access-*`` volume the pod
     has, else add one if any container needs it; mount it where no container mounts anything
     yet."""

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import Kind, Registry
 from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
 from inplace.api.managedfields import set_managed_fields
+from inplace.api.names import generated_name
 from inplace.api.patch import (
     PatchError,
     apply_json_patch,
@@ -58,8 +58,6 @@ from inplace.apiserver.writes import (
 from inplace.store import ConflictError, Entry, KeyExistsError, NotFoundError, Store
 
 log = logging.getLogger(__name__)
-
-_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 class _Raced(Exception):
@@ -158,9 +156,7 @@ class REST:
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and isinstance(meta.get("generateName"), str):
-            meta["name"] = meta["generateName"] + "".join(
-                secrets.choice(_NAME_CHARS) for _ in range(5)
-            )
+            meta["name"] = generated_name(meta["generateName"])
         for drop in (
             "resourceVersion",
             "deletionTimestamp",

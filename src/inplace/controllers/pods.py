@@ -12,24 +12,29 @@
 * :class:`Ownership`: the ``ControllerRefManager`` — claim the objects a controller selects
   (adopt orphans that match, release owned ones that no longer match).
 * :class:`PodControl`: create and delete pods with upstream's events
-  (``SuccessfulCreate``/``FailedCreate``/``SuccessfulDelete``/``FailedDelete``).
+  (``SuccessfulCreate``/``FailedCreate``/``SuccessfulDelete``/``FailedDelete``); a create
+  whose answer the connection lost is sent again under the same name, so it happens once.
 
 Everything here reads the plain JSON dicts the API sends and never mutates them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from inplace.api.backoff import Backoff
+from inplace.api.names import generated_name
 from inplace.api.selectors import LabelSelector
 from inplace.api.timestamps import parse_rfc3339
 from inplace.client import (
     PODS,
     APIAlreadyExistsError,
     APIConflictError,
+    APIConnectionError,
     APIError,
     APINotFoundError,
     Client,
@@ -40,6 +45,7 @@ from .events import ControllerEvents
 
 __all__ = [
     "CONTROLLER_INDEX",
+    "LOST_CREATE_RETRY_SECONDS",
     "OWNER_INDEX",
     "Ownership",
     "PodControl",
@@ -64,6 +70,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+LOST_CREATE_RETRY_SECONDS = 300.0
+"""How long a create whose answer was lost is sent again: the expectations' TTL, after which
+an owner would not wait for it anyway."""
+_LOST_CREATE_BACKOFF = Backoff(0.5, 5.0)
 P = TypeVar("P", bound=Mapping[str, Any])
 
 CONTROLLER_INDEX = "controller-uid"
@@ -372,23 +383,75 @@ class Ownership:
 class PodControl:
     """Creates and deletes a controller's pods, recording upstream's events on the owner."""
 
-    def __init__(self, client: Client, recorder: ControllerEvents) -> None:
+    def __init__(
+        self,
+        client: Client,
+        recorder: ControllerEvents,
+        *,
+        lost_create_retry: float = LOST_CREATE_RETRY_SECONDS,
+    ) -> None:
         self.client = client
         self.recorder = recorder
+        self.lost_create_retry = lost_create_retry
 
     async def create(self, owner: Mapping[str, Any], pod: Obj) -> Obj:
-        namespace = pod["metadata"]["namespace"]
-        try:
-            created: Obj = await self.client.create(PODS, pod, namespace=namespace)
-        except APIAlreadyExistsError:
-            raise
-        except APIError as exc:
-            self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {exc.message}")
-            raise
+        """Create ``pod`` once, even when the connection drops with the answer.
+
+        A create whose answer is lost may or may not have been stored. Expecting it stalls the
+        owner until the expectations' TTL if it was not; not expecting it makes a second pod
+        for the same slot if it was (the chaos storm found both). So the pod is named here,
+        by the rule the API server applies to ``generateName``, and a lost create is sent
+        again with the same name until there is an answer: created, or refused because a pod
+        of that name exists, which is the lost create's own when ``owner`` controls it.
+        A connection still failing after ``lost_create_retry`` seconds is raised.
+        """
+        meta = pod["metadata"]
+        namespace = meta["namespace"]
+        if not meta.get("name") and meta.get("generateName"):
+            pod = {**pod, "metadata": {**meta, "name": generated_name(meta["generateName"])}}
+        name = pod["metadata"]["name"]
+        deadline = asyncio.get_running_loop().time() + self.lost_create_retry
+        delay: float | None = None
+        lost: APIConnectionError | None = None
+        while True:
+            try:
+                created: Obj = await self.client.create(PODS, pod, namespace=namespace)
+                break
+            except APIConnectionError as exc:
+                lost = exc
+                delay = _LOST_CREATE_BACKOFF.next(delay)
+                if asyncio.get_running_loop().time() + delay > deadline:
+                    raise
+                log.info("create of pod %s/%s lost (%s); sending it again", namespace, name, exc)
+                await asyncio.sleep(delay)
+            except APIAlreadyExistsError:
+                if lost is None:
+                    raise
+                existing = await self._own_pod(owner, namespace, name)
+                if existing is None:
+                    raise
+                created = existing
+                break
+            except APIError as exc:
+                self.recorder.event(
+                    owner, "Warning", "FailedCreate", f"Error creating: {exc.message}"
+                )
+                raise
         self.recorder.event(
             owner, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"
         )
         return created
+
+    async def _own_pod(self, owner: Mapping[str, Any], namespace: str, name: str) -> Obj | None:
+        """The pod ``name`` if ``owner`` controls it (a lost create of ours stored it)."""
+        try:
+            existing: Obj = await self.client.get(PODS, name, namespace=namespace)
+        except APINotFoundError:
+            return None
+        ref = controller_of(existing)
+        if ref is None or ref.get("uid") != owner["metadata"].get("uid"):
+            return None
+        return existing
 
     async def delete(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
         meta = pod["metadata"]

@@ -294,9 +294,10 @@ class ReplicaSetController(QueueController):
             )
             failed = 0
             for result in results:
-                # A refused create, or one whose answer was lost with the connection, will not
-                # be observed as such: expecting it would stall this ReplicaSet until the
-                # expectations' TTL (found by the chaos storm, an API server killed mid-create).
+                # A refused create will not be observed. Nor will one the API server never
+                # answered: PodControl sends a lost create again under the same name until the
+                # server answers, so this is a server unreachable for minutes; expecting it would
+                # stall this ReplicaSet until the expectations' TTL.
                 if isinstance(result, (APIError, ConnectionError)):
                     error, failed = result, failed + 1
                 elif isinstance(result, BaseException):

@@ -536,8 +536,8 @@ class _JobSync:
             )
             failed = 0
             for result in results:
-                # A create whose answer was lost with the connection is not expected either
-                # (as the ReplicaSet controller: it would stall the Job until the TTL).
+                # A create the API server never answered is not expected either (as the
+                # ReplicaSet controller: PodControl already sent it again for minutes).
                 if isinstance(result, (APIError, ConnectionError)):
                     error, failed = result, failed + 1
                 elif isinstance(result, BaseException):
