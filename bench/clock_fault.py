@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="per mechanism and mode")
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the spawner is killed on the way
     mechanisms = ["clockstep"] + (["libfaketime"] if LIBFAKETIME.exists() else [])
     if "libfaketime" not in mechanisms:
         print(f"baseline skipped: {LIBFAKETIME} not installed (apt-get install libfaketime)")
