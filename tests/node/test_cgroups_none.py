@@ -73,3 +73,20 @@ def test_usage_of_a_real_process_tree() -> None:
         proc.wait()
         time.sleep(0)
     wait_until(lambda: driver.pids("pod/c") == [])
+
+
+def test_pids_below_sees_the_whole_subtree() -> None:
+    driver = NoneDriver()
+    driver.create("pod/c", CgroupResources(None, None))
+    driver.create("pod/d", CgroupResources(None, None))
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    try:
+        driver.add_process("pod/c", sleepers[0].pid)
+        driver.add_process("pod", sleepers[1].pid)
+        assert driver.pids_below("pod") == sorted(p.pid for p in sleepers)
+        assert driver.pids_below("pod/d") == []
+        assert driver.pids_below("absent") == []
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()

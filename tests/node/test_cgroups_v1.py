@@ -8,6 +8,7 @@ import json
 import os
 import select
 import signal
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -270,3 +271,20 @@ def test_oom_notifier_also_fires_when_the_cgroup_goes_away(v1_driver: V1Driver) 
         assert select.select([efd], [], [], 10)[0] == [efd]
     finally:
         os.close(efd)
+
+
+def test_pids_below_sees_the_whole_subtree(v1_driver: V1Driver) -> None:
+    v1_driver.create("pod/c", UNLIMITED)
+    v1_driver.create("pod/d", UNLIMITED)
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    try:
+        v1_driver.add_process("pod/c", sleepers[0].pid)
+        v1_driver.add_process("pod", sleepers[1].pid)
+        assert v1_driver.pids("pod") == [sleepers[1].pid]
+        assert v1_driver.pids_below("pod") == sorted(p.pid for p in sleepers)
+        assert v1_driver.pids_below("pod/d") == []
+        assert v1_driver.pids_below("absent") == []
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()

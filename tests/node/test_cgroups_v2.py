@@ -167,3 +167,13 @@ def test_remove(driver: V2Driver, fake_root: Path) -> None:
     driver.remove("a")  # missing is fine
     with pytest.raises(CgroupNotFound):
         driver.read("a")
+
+
+def test_pids_below_sees_the_whole_subtree(driver: V2Driver) -> None:
+    driver.create("pod/c", CgroupResources(None, None))
+    driver.create("pod/d", CgroupResources(None, None))
+    driver.add_process("pod/c", 1234)
+    driver.add_process("pod", 99)
+    assert driver.pids_below("pod") == [99, 1234]
+    assert driver.pids_below("pod/d") == []
+    assert driver.pids_below("absent") == []

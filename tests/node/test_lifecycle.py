@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import signal
+import subprocess
 from pathlib import Path
 
 from inplace.api.timestamps import rfc3339
-from inplace.node.cgroups.base import CgroupError
+from inplace.node.agent import NodeAgent
+from inplace.node.cgroups.base import CgroupError, CgroupResources
 from tests.node.fakes import RecordingRuntime, admit_running, pod, running_agent
 
 
@@ -49,3 +52,48 @@ async def test_a_pod_that_does_not_fit_is_rejected_with_upstreams_reason(tmp_pat
         assert status["message"].startswith("Pod was rejected: Node didn't have enough resource")
         assert cluster.reasons(key) == ["OutOfcpu"]
         assert not agent.workers
+
+
+def _stray(agent: NodeAgent, path: str) -> subprocess.Popen[bytes]:
+    """A process in cgroup ``path`` that the agent does not track: what an agent killed
+    between starting a workload and recording it leaves behind."""
+    stray = subprocess.Popen(["sleep", "60"])
+    agent.driver.create(path, CgroupResources(cpu_shares=None, cpu_quota_us=None))
+    agent.driver.add_process(path, stray.pid)
+    return stray
+
+
+async def test_a_pods_cgroup_is_removed_with_its_untracked_processes_killed(
+    tmp_path: Path,
+) -> None:
+    """Upstream's ``PodContainerManager.Destroy``: found by the chaos storm as a pod cgroup
+    left behind, holding a workload its killed agent had started but not recorded."""
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("gone"))
+        w = agent.ctx.worker_for(key)
+        assert w is not None
+        stray = _stray(agent, agent.ctx.paths.container(w.uid, "main"))
+        try:
+            body = copy.deepcopy(cluster.pods[key])
+            body["metadata"]["deletionTimestamp"] = rfc3339()
+            cluster.put(body)
+            assert await agent.reconcile(key) is None
+            assert stray.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            stray.kill()
+            stray.wait()
+
+
+async def test_a_container_starts_in_a_cgroup_emptied_of_untracked_processes(
+    tmp_path: Path,
+) -> None:
+    async with running_agent(tmp_path) as (cluster, agent):
+        stray = _stray(agent, agent.ctx.paths.container("uid-fresh", "main"))
+        try:
+            key = await admit_running(cluster, agent, pod("fresh", uid="uid-fresh"))
+            assert stray.wait(timeout=30) == -signal.SIGKILL
+            w = agent.ctx.worker_for(key)
+            assert w is not None and w.containers["main"].state == "running"
+        finally:
+            stray.kill()
+            stray.wait()

@@ -1,10 +1,13 @@
 """The shim's pure parts: paths resolved inside a root, mount points made without touching
-what they would cover; and a real filter and identity applied by ``shim.py exec``."""
+what they would cover; a real filter and identity applied by ``shim.py exec``; and the
+start protocol's ack, without which the shim kills a workload no agent recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +121,55 @@ def test_runtime_default_refuses_namespaces_without_sys_admin(tmp_path: Path) ->
     assert blocked.returncode != 0 and "Operation not permitted" in blocked.stderr
     allowed = run_exec(tmp_path, launch_for(0, everything, None), "unshare", "-m", "true")
     assert allowed.returncode == 0, allowed.stderr
+
+
+def _shim_started_by_hand(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, int, Path]:
+    """A shim driven through its protocol by the test (as the agent does): returns the shim,
+    the go pipe's write end, the workload's pid and the fifo that lets the workload exit 7."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    go_r, go_w = os.pipe()
+    report_r, report_w = os.pipe()
+    shim = subprocess.Popen(
+        [
+            *(sys.executable, "-I", "-S", str(SHIM), "shim", str(go_r), str(report_w)),
+            *(str(tmp_path / "exit.json"), "-", "sh", "-c", f"read x < {fifo}; exit 7"),
+        ],
+        pass_fds=(go_r, report_w),
+        start_new_session=True,
+    )
+    os.close(go_r)
+    os.close(report_w)
+    with os.fdopen(report_r, "rb") as report:
+        assert report.readline().split()[0] == b"child"
+        os.write(go_w, b"go")  # (the agent would move the child into its cgroup first)
+        words = report.read().split()
+    assert words[0] == b"pid", words
+    return shim, go_w, int(words[1]), fifo
+
+
+@pytest.mark.parametrize("acked", [True, False])
+def test_a_workload_its_agent_never_recorded_is_killed(tmp_path: Path, acked: bool) -> None:
+    """An agent killed after the workload started but before it recorded it leaves a workload
+    no agent will ever stop (its successor starts the container again): found by the chaos
+    storm as a cgroup that could not be removed. The agent acks with ``ok``; a go pipe closed
+    without it makes the shim kill the workload."""
+    shim, go_w, pid, fifo = _shim_started_by_hand(tmp_path)
+    try:
+        if acked:
+            os.write(go_w, b"ok")
+        os.close(go_w)
+        if acked:
+            with open(fifo, "w") as release:  # blocks until the workload reads: it is alive
+                release.write("x\n")
+        assert shim.wait(timeout=30) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        shim.wait(timeout=30)
+    status = json.loads((tmp_path / "exit.json").read_text())
+    assert status["pid"] == pid
+    if acked:
+        assert (status["exit_code"], status["signal"]) == (7, None)
+    else:
+        assert (status["exit_code"], status["signal"]) == (137, signal.SIGKILL)

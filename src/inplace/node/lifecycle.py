@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -322,6 +323,9 @@ class Lifecycle:
                 alloc = w.allocated.get(name, {})
                 await asyncio.to_thread(self._pod_cgroup_holds_allocation, w)
                 await asyncio.to_thread(self._ensure_cgroup, path, container_cgroup(alloc))
+                # What a container's cgroup holds before it starts is no container of ours: a
+                # start its agent was killed before recording, or what an old instance left.
+                await asyncio.to_thread(self.kill_untracked, path)
                 w.actual[name] = alloc
                 if wants_memory_pause(w):
                     self.pause.arm(w, name)
@@ -428,14 +432,32 @@ class Lifecycle:
             log.warning("could not remove the sandbox of pod %s: %s", uid, exc)
 
     async def remove_cgroup(self, uid: str) -> None:
+        """Remove the pod's cgroups, killing what is still in them first, as upstream's
+        ``PodContainerManager.Destroy`` does. The pod's tracked containers are stopped by
+        now, so anything left is a process this agent does not know: one its container left
+        behind, or a workload started by an agent killed before it recorded the start."""
         path = self.ctx.paths.pod(uid)
         for _ in range(50):
             try:
+                await asyncio.to_thread(self.kill_untracked, path)
                 await asyncio.to_thread(self.ctx.driver.remove, path)
                 return
             except CgroupError:
                 await asyncio.sleep(0.1)
         log.warning("could not remove cgroup %s", path)
+
+    def kill_untracked(self, path: str) -> None:
+        """SIGKILL every process in cgroup ``path`` and below (the caller knows none of them
+        is a container it tracks)."""
+        try:
+            pids = self.ctx.driver.pids_below(path)
+        except (CgroupError, OSError):
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if pids:
+            log.warning("killed %d untracked process(es) in cgroup %s: %s", len(pids), path, pids)
 
 
 def _with_allocated(w: PodWorker) -> dict[str, Any]:

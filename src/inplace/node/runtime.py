@@ -109,8 +109,10 @@ SHIM_SOURCE = Path(__file__).with_name("shim.py").read_text()
 -S -c SHIM_SOURCE shim go_fd report_fd exit_path launch_path|- command...``. Protocol: agent →
 ``child N`` line on report_fd (the forked workload, waiting); agent → ``go`` on go_fd (after
 moving that child into the cgroup); shim → ``pid N`` or ``error CODE MSG`` on report_fd then
-closes it; agent closes go_fd (ack, after reading the workload's start time); shim waits,
-then writes exit_path. The workload enters its sandbox (the launch file) before ``execve``."""
+closes it; agent → ``ok`` on go_fd and closes it (the ack, after recording the workload's
+start time); shim waits, then writes exit_path. A go_fd closed without ``ok`` is an agent that
+died before it recorded the workload: the shim kills it, since no agent would ever track it.
+The workload enters its sandbox (the launch file) before ``execve``."""
 
 
 class ProcessStartError(RuntimeError):
@@ -307,7 +309,11 @@ class ProcessRuntime:
             await _reap_after_failure(popen)
             raise
         os.close(report_r)
-        os.close(go_w)  # the ack: the shim may now reap the workload
+        try:
+            os.write(go_w, b"ok")  # the ack: the workload is recorded, the shim may reap it
+        except OSError:  # the shim is gone: the workload's exit is found when it is polled
+            pass
+        os.close(go_w)
 
         record = _Record(
             shim_pid=popen.pid,

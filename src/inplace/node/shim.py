@@ -652,9 +652,15 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
         os.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os._exit(125)
-    while os.read(go_fd, 64):  # until the agent acks (closes) or dies
-        pass
+    acked = b""
+    while chunk := os.read(go_fd, 64):  # until the agent acks (ok, then close) or dies
+        acked += chunk
     os.close(go_fd)
+    if b"ok" not in acked:  # the agent died before it recorded the workload: nobody would
+        try:  # ever stop it, and its successor starts the container again
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
     try:  # wait without reaping, so the pid cannot be reused while we kill its group
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     except ChildProcessError:

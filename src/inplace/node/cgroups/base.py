@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno as errno_mod
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -146,6 +147,9 @@ class CgroupDriver(Protocol):
 
     def pids(self, path: str) -> list[int]:
         """Processes (thread-group ids) directly in the cgroup, sorted."""
+
+    def pids_below(self, path: str) -> list[int]:
+        """Processes in the cgroup and every cgroup below it, sorted (none if it is gone)."""
 
     def usage(self, path: str) -> CgroupUsage:
         """CPU time and memory of the cgroup, including descendants."""
@@ -368,6 +372,19 @@ def rmdir_cgroup(directory: str) -> None:
             raise CgroupWriteError(
                 directory, "", exc.errno or errno_mod.EIO, action=f"rmdir {directory}"
             ) from exc
+
+
+def tree_pids(directories: Iterable[str]) -> list[int]:
+    """The processes in each of ``directories`` (cgroup directories) and below, sorted."""
+    found: set[int] = set()
+    for top in directories:
+        for dirpath, _, _ in os.walk(top):
+            try:
+                with open(os.path.join(dirpath, "cgroup.procs")) as fh:
+                    found.update(int(x) for x in fh.read().split())
+            except OSError:  # removed meanwhile, or a fake file system without the file
+                continue
+    return sorted(found)
 
 
 def _has_tasks(directory: str) -> bool:

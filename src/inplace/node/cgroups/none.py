@@ -111,6 +111,10 @@ class NoneDriver:
     def pids(self, path: str) -> list[int]:
         return sorted(p.pid for p in self._members(self._known(path)))
 
+    def pids_below(self, path: str) -> list[int]:
+        key = self._key(path)
+        return sorted({p.pid for k in self._subtree(key) for p in self._members(k)})
+
     def usage(self, path: str) -> CgroupUsage:
         key = self._known(path)
         cpu_s = 0.0

@@ -48,6 +48,7 @@ from .base import (
     read_proc_cgroup,
     read_text,
     rmdir_cgroup,
+    tree_pids,
     write_text,
 )
 from .mapping import MAX_SHARES, MIN_SHARES
@@ -199,6 +200,9 @@ class V1Driver:
     def pids(self, path: str) -> list[int]:
         text = read_text(self._file("memory", path, "cgroup.procs"))
         return sorted(int(x) for x in text.split())
+
+    def pids_below(self, path: str) -> list[int]:
+        return tree_pids(self._dirs(path))
 
     def usage(self, path: str) -> CgroupUsage:
         usage = int(read_text(self._file("memory", path, "memory.usage_in_bytes")))

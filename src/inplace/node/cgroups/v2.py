@@ -46,6 +46,7 @@ from .base import (
     read_proc_cgroup,
     read_text,
     rmdir_cgroup,
+    tree_pids,
     write_text,
 )
 from .mapping import shares_to_weight, weight_to_shares
@@ -257,6 +258,9 @@ class V2Driver:
                 return []
             raise
         return sorted({int(x) for x in text.split()})
+
+    def pids_below(self, path: str) -> list[int]:
+        return tree_pids([self._dir(path)])
 
     def usage(self, path: str) -> CgroupUsage:
         usage = int(self._read(path, "memory.current"))
