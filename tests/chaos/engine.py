@@ -62,7 +62,7 @@ class Settings:
     faults: tuple[str, ...] = ()
     """Beyond SIGKILL: ``stop`` (SIGSTOP a node agent past the node grace period),
     ``disk`` (the data dir's file system full), ``clock`` (the cluster's wall clock steps
-    forward, through libfaketime)."""
+    forward: `faults.step_clock`)."""
 
 
 @dataclasses.dataclass
@@ -289,7 +289,7 @@ class Chaos(threading.Thread):
             written = faults.fill_disk(data, 4.0, self.halt)
             self.say(f"chaos: data dir's file system freed ({written >> 20} MiB)")
         elif fault == "clock":
-            total = faults.step_clock(data.parent / "faketime.rc", 120)
+            total = faults.step_clock(data.parent / faults.CLOCK_OFFSET_FILE, 120)
             self.say(f"chaos: cluster wall clock stepped +120s (now {total:+d}s)")
         return True
 
@@ -325,7 +325,7 @@ class Engine:
         if "stop" in self.settings.faults:
             extra += ["--node-monitor-grace-period", f"{faults.NODE_GRACE_SECONDS}s"]
         if "clock" in self.settings.faults:
-            env = faults.clock_environment(self.workdir / "faketime.rc")
+            env = faults.clock_environment(self.workdir)
         data_dir = self.workdir / "data"
         if "disk" in self.settings.faults:
             faults.mount_small_disk(data_dir)

@@ -2,18 +2,30 @@
 period, the data dir's file system full, and a step of the cluster's wall clock.
 
 None changes anything outside the cluster under test: the full disk is a tmpfs mounted on
-its data dir; the clock step is seen only by the cluster's processes, through libfaketime
-(Debian's `libfaketime`, preloaded into `inplace up` and so every component and workload;
-`FAKETIME_TIMESTAMP_FILE` is re-read every second, so writing it steps their clocks while
-they run; `FAKETIME_DONT_FAKE_MONOTONIC` keeps monotonic clocks, as an NTP step would).
+its data dir; the clock step is seen only by the cluster's processes, through
+`clockstep.c`, compiled here and preloaded into `inplace up` (so every component): it adds
+an offset, read from a shared 8-byte file the chaos thread rewrites, to `CLOCK_REALTIME`
+and what derives from it (`gettimeofday`, `time`), and leaves monotonic clocks alone, as an
+NTP step would. The host's clock never moves (time namespaces cannot offset
+`CLOCK_REALTIME`).
+
+Not libfaketime, which this fault used first: it wraps `pthread_cond_init`/`_timedwait`
+around a process-wide rwlock that other threads hold while they wait for the GIL; a fork
+copies it held, and a child that runs Python before `exec` (uvloop's subprocess spawn and
+`preexec_fn` both call `PyOS_AfterFork_Child`, which re-creates the GIL's condition) waits
+on it for ever, and so does the agent that spawned it (chaos seed 83). No libfaketime
+setting avoids that lock. `clockstep.c` takes no lock at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
+import shutil
 import signal
+import struct
 import subprocess
 import threading
 from pathlib import Path
@@ -21,7 +33,10 @@ from pathlib import Path
 NODE_GRACE_SECONDS = 8
 """`--node-monitor-grace-period` when the `stop` fault is on: short, so a pause outlives it."""
 DISK_SIZE = "384m"
-LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+CLOCK_SOURCE = Path(__file__).with_name("clockstep.c")
+CLOCK_OFFSET_FILE = "clock.offset"
+"""In the run's work directory: the cluster's clock offset, nanoseconds as a native int64."""
+CLOCK_OFFSET_VARIABLE = "INPLACE_CHAOS_CLOCK_OFFSET"
 
 
 def mount_small_disk(data_dir: Path) -> None:
@@ -67,19 +82,35 @@ def pause(pid: int, seconds: float, halt: threading.Event) -> None:
             os.kill(pid, signal.SIGCONT)
 
 
-def clock_environment(rc: Path) -> dict[str, str]:
-    rc.write_text("+0\n")
-    return {
-        "LD_PRELOAD": str(LIBFAKETIME),
-        "FAKETIME_TIMESTAMP_FILE": str(rc),
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        "FAKETIME_CACHE_DURATION": "1",
-    }
+def build_clock_library(out_dir: Path) -> Path:
+    """Compile `clockstep.c` into ``out_dir`` (a C compiler is needed: `apt-get install gcc`)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("the clock fault compiles tests/chaos/clockstep.c: no cc on PATH")
+    library = out_dir / "clockstep.so"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flags = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
+    subprocess.run([compiler, *flags, "-o", str(library), str(CLOCK_SOURCE), "-ldl"], check=True)
+    return library
 
 
-def step_clock(rc: Path, seconds: int) -> int:
-    """Step the cluster's wall clock by ``seconds`` more; returns the total offset."""
-    current = int(rc.read_text().strip().removesuffix("s") or 0)
-    total = current + seconds
-    rc.write_text(f"{total:+d}s\n")
-    return total
+def clock_environment(workdir: Path) -> dict[str, str]:
+    """What `inplace up` runs with for the clock fault: the library preloaded, offset zero."""
+    library = build_clock_library(workdir)
+    offset = workdir / CLOCK_OFFSET_FILE
+    offset.write_bytes(struct.pack("=q", 0))
+    return {"LD_PRELOAD": str(library), CLOCK_OFFSET_VARIABLE: str(offset)}
+
+
+def step_clock(offset: Path, seconds: int) -> int:
+    """Step the cluster's wall clock by ``seconds`` more; returns the total offset in seconds.
+    One aligned 8-byte store into the mapping the cluster's processes read (never a new file:
+    they mapped this one)."""
+    with open(offset, "r+b") as file, mmap.mmap(file.fileno(), 8) as shared:
+        cell = memoryview(shared).cast("q")
+        try:
+            total = cell[0] + seconds * 1_000_000_000
+            cell[0] = total
+        finally:
+            cell.release()
+    return total // 1_000_000_000
