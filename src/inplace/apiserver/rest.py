@@ -457,31 +457,21 @@ class REST:
                 admit_update(new, old, self._objects)
             except Rejected as exc:
                 raise StatusError(exc.code, exc.message) from exc
-        if subresource is None and kind.strategy.allocate is not None:
-            async with self._allocating(kind):
+        allocating = subresource is None and kind.strategy.allocate is not None
+        async with self._allocating(kind) if allocating else contextlib.nullcontext():
+            if allocating:
                 self._allocate(kind, new, old)
-                return await self._store_update(
-                    kind,
-                    namespace,
-                    name,
-                    entry,
-                    new,
-                    subresource=subresource,
-                    dry_run=dry_run,
-                    user=user,
-                    admitted_as=admitted_as,
-                )
-        return await self._store_update(
-            kind,
-            namespace,
-            name,
-            entry,
-            new,
-            subresource=subresource,
-            dry_run=dry_run,
-            user=user,
-            admitted_as=admitted_as,
-        )
+            return await self._store_update(
+                kind,
+                namespace,
+                name,
+                entry,
+                new,
+                subresource=subresource,
+                dry_run=dry_run,
+                user=user,
+                admitted_as=admitted_as,
+            )
 
     async def _store_update(
         self,
