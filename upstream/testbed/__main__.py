@@ -1,0 +1,57 @@
+"""``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M] | down DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .build import BuildError, build
+from .cluster import UpError, down, up
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/upstream", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build the upstream components (cached)")
+    start = commands.add_parser("up", help="start a control plane with inplace nodes in DIR")
+    start.add_argument("directory", type=Path)
+    start.add_argument("--nodes", type=int, default=1)
+    start.add_argument("--node-cpu", default="2")
+    start.add_argument("--node-memory", default="2Gi")
+    stop = commands.add_parser("down", help="delete the workloads and stop the test bed in DIR")
+    stop.add_argument("directory", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            build()
+        elif args.command == "up":
+            started = time.monotonic()
+            plane = up(
+                args.directory,
+                nodes=args.nodes,
+                node_cpu=args.node_cpu,
+                node_memory=args.node_memory,
+            )
+            print(
+                f"upstream: {plane.version} control plane on {plane.server} with "
+                f"{len(plane.nodes)} inplace node(s) Ready in {time.monotonic() - started:.1f} s\n"
+                f"  export KUBECONFIG={plane.kubeconfig}\n"
+                f"  logs: {plane.directory / 'logs'}\n"
+                f"  stop: scripts/upstream down {plane.directory}"
+            )
+        else:
+            leftovers = down(args.directory)
+            if leftovers:
+                print("upstream: left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
+                return 1
+            print(f"upstream: stopped the test bed in {args.directory.resolve()}")
+    except (BuildError, UpError) as exc:
+        print(f"upstream: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

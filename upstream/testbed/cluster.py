@@ -1,0 +1,474 @@
+"""``scripts/upstream up`` / ``down``: the real control plane on loopback, inplace's agents as its
+nodes.
+
+``up`` starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the binaries
+:mod:`.build` made) with generated certificates (:mod:`.pki`), authorization ``Node,RBAC`` and
+the ``NodeRestriction`` admission plugin, then N ``inplace node`` agents, each with its own
+node identity (a client certificate ``CN=system:node:NAME, O=system:nodes``, judged by the Node
+authorizer and NodeRestriction as a kubelet is) and its own kubelet serving certificate; the
+API server reaches them for logs and exec with a client certificate that only it holds. Every
+process runs in its own session, so the control plane outlives the command that started it;
+what was started is recorded in ``DIR/state.json`` and its logs go to ``DIR/logs/``. ``down``
+deletes the workloads (so the agents stop their processes as kubelets do), stops exactly the
+recorded processes, then removes what the agents left on the host: their cgroups and mounts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .build import Binaries, build
+from .pki import Authority, KeyPair, write_service_account_keys
+
+__all__ = ["ControlPlane", "UpError", "down", "up"]
+
+HOST = "127.0.0.1"
+SERVICE_CIDR = "10.96.0.0/16"
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+NODE_MONITOR_GRACE = "20s"
+"""How long the node lifecycle controller waits for a silent node before NotReady (upstream's
+default is 50 s; shorter here so a test of it takes seconds, still two lease renewals)."""
+
+
+class UpError(Exception):
+    """A component did not start; the message names it and points at its log."""
+
+
+@dataclass
+class ControlPlane:
+    """A running test bed: where it is and how to reach it."""
+
+    directory: Path
+    api_port: int
+    version: str
+    nodes: list[str]
+    cgroup_root: str
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig.yaml"
+
+    @property
+    def server(self) -> str:
+        return f"https://{HOST}:{self.api_port}"
+
+    def log(self, name: str) -> Path:
+        return self.directory / "logs" / f"{name}.log"
+
+    def save(self) -> None:
+        state = {
+            "api_port": self.api_port,
+            "version": self.version,
+            "nodes": self.nodes,
+            "cgroup_root": self.cgroup_root,
+            "pids": self.pids,
+        }
+        (self.directory / "state.json").write_text(json.dumps(state, indent=2))
+
+    @classmethod
+    def load(cls, directory: Path) -> ControlPlane:
+        state = json.loads((directory / "state.json").read_text())
+        return cls(directory=directory, **state)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _kubeconfig(path: Path, server: str, ca: Path, client: KeyPair, user: str) -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "upstream", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {"client-certificate": str(client.cert), "client-key": str(client.key)},
+            }
+        ],
+        "contexts": [{"name": "upstream", "context": {"cluster": "upstream", "user": user}}],
+        "current-context": "upstream",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        yaml.safe_dump(config, handle, sort_keys=False)
+    return path
+
+
+def _start(plane: ControlPlane, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    log = plane.log(name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives `scripts/upstream up`; `down` stops it
+            cwd=plane.directory,
+        )
+    plane.pids[name] = process.pid
+    plane.save()
+    return process
+
+
+def _wait(
+    plane: ControlPlane,
+    name: str,
+    process: subprocess.Popen[bytes],
+    probe: Any,
+    timeout: float = 90.0,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = plane.log(name).read_text(errors="replace").splitlines()[-15:]
+            raise UpError(
+                f"{name} exited with code {process.returncode}; its log "
+                f"({plane.log(name)}) ends:\n" + "\n".join(tail)
+            )
+        with contextlib.suppress(OSError, ValueError):
+            if probe():
+                return
+        time.sleep(0.2)
+    raise UpError(f"{name} was not ready within {timeout:.0f} s; see {plane.log(name)}")
+
+
+def _https_ok(url: str, context: ssl.SSLContext) -> bool:
+    with urllib.request.urlopen(url, context=context, timeout=2) as response:
+        return bool(response.status == 200)
+
+
+def _cgroup_root(directory: Path) -> str:
+    return "inplace/upstream-" + hashlib.sha1(str(directory).encode()).hexdigest()[:10]
+
+
+def up(
+    directory: Path,
+    *,
+    nodes: int = 1,
+    node_cpu: str = "2",
+    node_memory: str = "2Gi",
+    binaries: Binaries | None = None,
+    controller_manager: bool = True,
+    scheduler: bool = True,
+) -> ControlPlane:
+    """Start the control plane and ``nodes`` agents in ``directory``; return once every node
+    is Ready. A failure stops whatever had started. A benchmark may leave out the controller
+    manager or the scheduler (the API alone, or the scheduler without controllers)."""
+    directory = directory.resolve()
+    if (directory / "state.json").exists():
+        raise UpError(f"{directory} holds a test bed already; `scripts/upstream down` it first")
+    directory.mkdir(parents=True, exist_ok=True)
+    binaries = binaries or build()
+    plane = ControlPlane(
+        directory=directory,
+        api_port=_free_port(),
+        version=binaries.kubernetes,
+        nodes=[f"node-{i}" for i in range(1, nodes + 1)],
+        cgroup_root=_cgroup_root(directory),
+    )
+    plane.save()
+    try:
+        _up(plane, binaries, node_cpu, node_memory, controller_manager, scheduler)
+    except BaseException:
+        down(directory, delete_workloads=False)
+        raise
+    return plane
+
+
+def _up(
+    plane: ControlPlane,
+    binaries: Binaries,
+    node_cpu: str,
+    node_memory: str,
+    with_controller_manager: bool,
+    with_scheduler: bool,
+) -> None:
+    pki = plane.directory / "pki"
+    ca = Authority(pki, "ca")
+    kubelet_client_ca = Authority(pki, "kubelet-client-ca")
+    sa = write_service_account_keys(pki)
+    serving = ca.issue(
+        "apiserver",
+        "kube-apiserver",
+        hosts=(HOST, "localhost", "10.96.0.1", "kubernetes", "kubernetes.default.svc"),
+        server=True,
+    )
+    kubelet_client = kubelet_client_ca.issue(
+        "apiserver-kubelet-client", "kube-apiserver-kubelet-client", organizations=("kubeadm",)
+    )
+    server = plane.server
+    admin = _kubeconfig(
+        plane.kubeconfig,
+        server,
+        ca.pair.cert,
+        ca.issue("admin", "kubernetes-admin", organizations=("system:masters",)),
+        "kubernetes-admin",
+    )
+    components = plane.directory / "components"
+    kcm_config = _kubeconfig(
+        components / "controller-manager.yaml",
+        server,
+        ca.pair.cert,
+        ca.issue("controller-manager", "system:kube-controller-manager"),
+        "system:kube-controller-manager",
+    )
+    scheduler_config = _kubeconfig(
+        components / "scheduler.yaml",
+        server,
+        ca.pair.cert,
+        ca.issue("scheduler", "system:kube-scheduler"),
+        "system:kube-scheduler",
+    )
+
+    etcd_port, etcd_peer = _free_port(), _free_port()
+    etcd_url = f"http://{HOST}:{etcd_port}"
+    etcd = _start(
+        plane,
+        "etcd",
+        [
+            str(binaries.path("etcd")),
+            "--name=testbed",
+            f"--data-dir={plane.directory / 'etcd'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls=http://{HOST}:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://{HOST}:{etcd_peer}",
+            f"--initial-cluster=testbed=http://{HOST}:{etcd_peer}",
+            "--listen-metrics-urls=",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+    )
+    _wait(plane, "etcd", etcd, lambda: urllib.request.urlopen(f"{etcd_url}/health", timeout=2))
+
+    apiserver = _start(
+        plane,
+        "kube-apiserver",
+        [
+            str(binaries.path("kube-apiserver")),
+            f"--etcd-servers={etcd_url}",
+            f"--bind-address={HOST}",
+            f"--advertise-address={HOST}",
+            f"--secure-port={plane.api_port}",
+            f"--cert-dir={pki}",
+            f"--tls-cert-file={serving.cert}",
+            f"--tls-private-key-file={serving.key}",
+            f"--client-ca-file={ca.pair.cert}",
+            f"--service-account-issuer={ISSUER}",
+            f"--service-account-key-file={sa.cert}",
+            f"--service-account-signing-key-file={sa.key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            "--allow-privileged=true",
+            # loopback is no valid Endpoints address: no endpoints for the `kubernetes` Service
+            "--endpoint-reconciler-type=none",
+            f"--kubelet-client-certificate={kubelet_client.cert}",
+            f"--kubelet-client-key={kubelet_client.key}",
+            f"--kubelet-certificate-authority={ca.pair.cert}",
+            # the agents publish their address as InternalIP; their names do not resolve
+            "--kubelet-preferred-address-types=InternalIP",
+            "--profiling=false",
+        ],
+    )
+    admin_tls = ssl.create_default_context(cafile=str(ca.pair.cert))
+    admin_tls.load_cert_chain(plane.directory / "pki" / "admin.crt", pki / "admin.key")
+    _wait(
+        plane,
+        "kube-apiserver",
+        apiserver,
+        lambda: _https_ok(f"{server}/readyz", admin_tls),
+    )
+
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE
+    controllers: dict[str, list[str]] = {}
+    if with_controller_manager:
+        controllers["kube-controller-manager"] = [
+            f"--kubeconfig={kcm_config}",
+            f"--authentication-kubeconfig={kcm_config}",
+            f"--authorization-kubeconfig={kcm_config}",
+            "--use-service-account-credentials",
+            f"--root-ca-file={ca.pair.cert}",
+            f"--service-account-private-key-file={sa.key}",
+            f"--cluster-signing-cert-file={ca.pair.cert}",
+            f"--cluster-signing-key-file={ca.pair.key}",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",
+            "--node-monitor-period=2s",
+        ]
+    if with_scheduler:
+        controllers["kube-scheduler"] = [
+            f"--kubeconfig={scheduler_config}",
+            f"--authentication-kubeconfig={scheduler_config}",
+            f"--authorization-kubeconfig={scheduler_config}",
+        ]
+    started: list[tuple[str, subprocess.Popen[bytes], int]] = []
+    for name, flags in controllers.items():
+        port = _free_port()
+        argv = [
+            str(binaries.path(name)),
+            *flags,
+            f"--bind-address={HOST}",
+            f"--secure-port={port}",
+            f"--cert-dir={components / name}",
+            "--leader-elect=false",
+            "--profiling=false",
+        ]
+        started.append((name, _start(plane, name, argv), port))
+    for name, process, port in started:
+        _wait(
+            plane,
+            name,
+            process,
+            lambda port=port: _https_ok(f"https://{HOST}:{port}/healthz", insecure),
+        )
+
+    agents: dict[str, subprocess.Popen[bytes]] = {}
+    for name in plane.nodes:
+        node_dir = plane.directory / "nodes" / name
+        identity = ca.issue(f"node-{name}", f"system:node:{name}", organizations=("system:nodes",))
+        node_serving = ca.issue(f"node-{name}-serving", name, hosts=(HOST, name), server=True)
+        kubeconfig = _kubeconfig(
+            node_dir / "kubeconfig.yaml", server, ca.pair.cert, identity, f"system:node:{name}"
+        )
+        agents[name] = _start(
+            plane,
+            name,
+            [
+                sys.executable,
+                "-m",
+                "inplace",
+                "node",
+                f"--kubeconfig={kubeconfig}",
+                f"--node-name={name}",
+                f"--cpu={node_cpu}",
+                f"--memory={node_memory}",
+                f"--data-dir={node_dir}",
+                f"--cgroup-root={plane.cgroup_root}",
+                f"--hide-path={plane.directory}",
+                f"--address={HOST}",
+                f"--tls-cert-file={node_serving.cert}",
+                f"--tls-private-key-file={node_serving.key}",
+                f"--client-ca-file={kubelet_client_ca.pair.cert}",
+                # no inplace scheduler arbitrates here: the agent admits resizes as a kubelet
+                "--admit-without-scheduler",
+            ],
+        )
+    for name, process in agents.items():
+        _wait(plane, name, process, lambda name=name: _node_ready(admin, name))
+
+
+def _node_ready(kubeconfig: Path, name: str) -> bool:
+    out = subprocess.run(
+        [
+            "kubectl",
+            f"--kubeconfig={kubeconfig}",
+            "get",
+            "node",
+            name,
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    return out.stdout.strip() == "True"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie of ours still answers kill(0): reap it
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def _stop(pid: int, grace: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.02)
+
+
+def _delete_workloads(plane: ControlPlane) -> None:
+    """As `inplace down` does through the API: the workload kinds first (so none recreates
+    a pod), then every pod, which its agent stops; wait until they are gone."""
+    kubectl = ["kubectl", f"--kubeconfig={plane.kubeconfig}", "--request-timeout=20s"]
+    kinds = "cronjobs,deployments,statefulsets,daemonsets,replicasets,jobs"
+    subprocess.run(
+        [*kubectl, "delete", kinds, "--all", "--all-namespaces", "--wait=false"],
+        capture_output=True,
+        timeout=60,
+    )
+    subprocess.run(
+        [*kubectl, "delete", "pods", "--all", "--all-namespaces", "--timeout=90s"],
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
+    """Stop the test bed in ``directory``; returns what could not be cleaned up (empty when
+    nothing is left behind)."""
+    from inplace.cli.down import cluster_cgroups, remove_cgroups, stop_processes, unmount_under
+
+    directory = directory.resolve()
+    if not (directory / "state.json").exists():
+        return []
+    plane = ControlPlane.load(directory)
+    if delete_workloads and _alive(plane.pids.get("kube-apiserver", 0) or -1):
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            _delete_workloads(plane)
+    order = [*plane.nodes, "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+    for name in order:
+        pid = plane.pids.get(name)
+        if pid:
+            _stop(pid, grace=15.0)
+    # whatever the agents still ran (a pod the API could not delete) and what they made
+    tops = cluster_cgroups(plane.cgroup_root)
+    asyncio.run(stop_processes(tops, {}))
+    remove_cgroups(tops)
+    unmount_under(directory)
+    leftovers = [str(top) for top in cluster_cgroups(plane.cgroup_root)]
+    leftovers += [f"pid {pid} ({name})" for name, pid in plane.pids.items() if _alive(pid)]
+    (directory / "state.json").rename(directory / "state.down.json")
+    return leftovers
