@@ -132,3 +132,30 @@ def test_status_update_sends_only_fields_that_differ() -> None:
     assert update is not None and not update.guarded
     assert update.status["observedGeneration"] == 2 and "phase" not in update.status
     assert [c["type"] for c in update.status["conditions"]] == ["Ready"]
+
+
+def test_a_probed_decision_is_stamped_as_the_kubelet_stamps_its_resize_conditions() -> None:
+    """pkg/kubelet/status/status_manager.go, updatedPodResizeCondition: lastProbeTime is when
+    the condition is set, lastTransitionTime moves when the reason changes (the status of a
+    resize condition is always True); a rewrite that would change lastProbeTime alone is not
+    sent (isPodStatusByKubeletEqual compares status, reason and message)."""
+    deferred = present(2, "True", "Deferred", "no room", probed=True)
+    first = condition_patch([], {"PodResizePending": deferred}, writer=KUBELET, now="T1")
+    (item,) = first.status["conditions"]
+    assert (item["lastProbeTime"], item["lastTransitionTime"]) == ("T1", "T1")
+
+    stored = [{k: v for k, v in item.items() if v is not None}]
+    again = condition_patch(stored, {"PodResizePending": deferred}, writer=KUBELET, now="T2")
+    assert again.status == {}
+
+    moved = present(2, "True", "Deferred", "still no room", probed=True)
+    (item,) = condition_patch(stored, {"PodResizePending": moved}, writer=KUBELET, now="T3").status[
+        "conditions"
+    ]
+    assert (item["lastProbeTime"], item["lastTransitionTime"]) == ("T3", "T1")
+
+    infeasible = present(2, "True", "Infeasible", "never", probed=True)
+    (item,) = condition_patch(
+        stored, {"PodResizePending": infeasible}, writer=KUBELET, now="T4"
+    ).status["conditions"]
+    assert (item["lastProbeTime"], item["lastTransitionTime"]) == ("T4", "T4")

@@ -109,15 +109,28 @@ class Decision:
     """The pod's ``metadata.generation`` the decision was made for."""
     condition: Mapping[str, Any] | None
     """``status``, ``reason``, ``message`` of the condition; None: it should not exist."""
+    probed: bool = False
+    """Stamped as the kubelet stamps its resize conditions (``updatedPodResizeCondition`` in
+    ``pkg/kubelet/status/status_manager.go``): ``lastProbeTime`` is the time the condition is
+    written, and ``lastTransitionTime`` changes when the reason does (their status is always
+    True). A rewrite that would change only ``lastProbeTime`` is not sent."""
 
     @property
     def exists(self) -> bool:
         return self.condition is not None
 
 
-def present(generation: int | None, status: str, reason: str = "", message: str = "") -> Decision:
-    """The condition should be ``status`` (``"True"``/``"False"``) with this reason."""
-    return Decision(generation, {"status": status, "reason": reason, "message": message})
+def present(
+    generation: int | None,
+    status: str,
+    reason: str = "",
+    message: str = "",
+    *,
+    probed: bool = False,
+) -> Decision:
+    """The condition should be ``status`` (``"True"``/``"False"``) with this reason
+    (``probed``: see :attr:`Decision.probed`)."""
+    return Decision(generation, {"status": status, "reason": reason, "message": message}, probed)
 
 
 def absent(generation: int | None) -> Decision:
@@ -152,6 +165,14 @@ def _set_fields(cond: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cond.items() if v is not None and v != ""}
 
 
+def _unprobed(cond: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides whether a condition must be rewritten: its set fields but
+    ``lastProbeTime`` (which a rewrite stamps, and which alone never warrants one)."""
+    fields = _set_fields(cond)
+    fields.pop("lastProbeTime", None)
+    return fields
+
+
 def condition_patch(
     current: Sequence[Mapping[str, Any]],
     decisions: Mapping[str, Decision],
@@ -162,7 +183,8 @@ def condition_patch(
 ) -> StatusPatch:
     """The ``status.conditions`` items that apply ``decisions`` to ``current`` (the
     conditions of a pod at ``pod_generation``) under the rule (module docstring); ``now``
-    stamps ``lastTransitionTime`` when a status changes."""
+    stamps ``lastTransitionTime`` when a status changes (and ``lastProbeTime`` of a
+    :attr:`~Decision.probed` decision)."""
     stored = {c.get("type"): c for c in current if isinstance(c, Mapping)}
     items: list[dict[str, Any]] = []
     types: list[str] = []
@@ -187,22 +209,28 @@ def condition_patch(
             item = {"type": ctype, "$patch": "delete"}
         else:
             status = decision.condition.get("status")
+            reason = decision.condition.get("reason") or None
+            # The transition is a change of status (of reason too, for a probed condition).
+            same = (
+                old is not None
+                and old.get("status") == status
+                and (not decision.probed or (old.get("reason") or None) == reason)
+            )
             item = {
                 "type": ctype,
                 "status": status,
-                "reason": decision.condition.get("reason") or None,
+                "reason": reason,
                 "message": decision.condition.get("message") or None,
                 "observedGeneration": decision.generation,
-                "lastProbeTime": None,
+                "lastProbeTime": now if decision.probed else None,
                 "lastTransitionTime": (
                     old["lastTransitionTime"]
-                    if old is not None
-                    and old.get("status") == status
-                    and old.get("lastTransitionTime")
+                    if old is not None and same and old.get("lastTransitionTime")
                     else now
                 ),
             }
-            if old is not None and _set_fields(old) == _set_fields(item):
+            compare = _unprobed if decision.probed else _set_fields
+            if old is not None and compare(old) == compare(item):
                 continue
         items.append(item)
         types.append(ctype)
