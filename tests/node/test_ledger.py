@@ -36,6 +36,10 @@ async def test_the_ledger_counts_admitted_pods_and_orders_deferred_resizes(
             w.pod = grown
             w.resize_conditions = {"PodResizePending": present(2, "True", "Deferred")}
         assert agent.ledger.deferred_order() == [high, low]
+        # An Infeasible resize is not retried when room appears (the kubelet's
+        # retryPendingResizes drops it; only a new resize of the pod is looked at).
+        w_high.resize_conditions = {"PodResizePending": present(2, "True", "Infeasible")}
+        assert agent.ledger.deferred_order() == [low]
 
         # A pod being torn down holds nothing.
         w_low.stopping = True

@@ -366,14 +366,77 @@ def test_retry_order_follows_the_design() -> None:
         PendingResize("shrink", False, 0, False, "T9"),
         PendingResize("grow-low-guaranteed", True, 0, True, "T5"),
         PendingResize("grow-low-older", True, 0, False, "T0"),
+        PendingResize("grow-low-no-condition", True, 0, False, ""),
     ]
+    # The kubelet's sortPendingResizes (pkg/kubelet/allocation/allocation_manager.go): a pod
+    # with no PodResizePending transition time comes after those with one.
     assert retry_order(items) == [
         "shrink",
         "grow-high",
         "grow-low-guaranteed",
         "grow-low-older",
         "grow-low",
+        "grow-low-no-condition",
     ]
+
+
+# The kubelet's own expectations (pkg/kubelet/allocation/allocation_manager_test.go,
+# TestRetryPendingResizes... "desired != allocated != actuated"), the spec's 5000m in Go's
+# canonical form.
+UPSTREAM_POD = {
+    "spec": {
+        "containers": [
+            {"name": "c1", "resources": {"requests": {"cpu": "5000m", "memory": "4500Mi"}}}
+        ]
+    }
+}
+
+
+def test_resize_messages_are_the_kubelets() -> None:
+    from inplace.node.model import resize_message
+
+    error = "Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"
+    assert resize_message("Pod resize OutOfcpu", UPSTREAM_POD, 2, error=error) == (
+        'Pod resize OutOfcpu: {"containers":[{"name":"c1","resources":{"requests":'
+        '{"cpu":"5","memory":"4500Mi"}}}],"generation":2,"error":"Node didn\'t have enough '
+        'resource: cpu, requested: 5000, used: 0, capacity: 4000"}'
+    )
+    started = {
+        "spec": {
+            "containers": [{"name": "c1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
+        }
+    }
+    assert resize_message("Pod resize started", started, 1) == (
+        'Pod resize started: {"containers":[{"name":"c1","resources":{"requests":'
+        '{"cpu":"1","memory":"1Gi"}}}],"generation":1}'
+    )
+
+
+def test_resize_messages_name_every_container_and_can_show_the_allocation() -> None:
+    """podResizeMessage lists init containers first, every container with all its resources
+    (``{}`` when none), limits before requests; Go escapes <, > and & in JSON."""
+    from inplace.node.model import resize_message
+
+    pod = {
+        "spec": {
+            "initContainers": [{"name": "setup"}],
+            "containers": [
+                {
+                    "name": "app",
+                    "resources": {
+                        "requests": {"memory": "64Mi", "ephemeral-storage": "1Gi", "cpu": "0.5"},
+                        "limits": {"memory": "128Mi"},
+                    },
+                }
+            ],
+        }
+    }
+    allocated = {"app": {"requests": {"cpu": "250m", "memory": "64Mi"}}}
+    assert resize_message("Pod resize error", pod, 3, allocated=allocated, error="a<b") == (
+        'Pod resize error: {"initContainers":[{"name":"setup","resources":{}}],'
+        '"containers":[{"name":"app","resources":{"requests":{"cpu":"250m",'
+        '"ephemeral-storage":"1Gi","memory":"64Mi"}}}],"generation":3,"error":"a\\u003cb"}'
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,14 +3,16 @@
 The ledger is the agent's own record (allocations, not usage): a new pod is admitted and a
 resize is applied only if it fits what the others hold, as kubelet's admission does. When
 room appears (a pod ended, shrank or went away) the deferred resizes are reconsidered at
-once, in DESIGN.md's order (the work queue is FIFO and each fit check is atomic on the
-loop, so the first in line gets the room first).
+once, in DESIGN.md's order, which is the kubelet's (the work queue is FIFO and each fit
+check is atomic on the loop, so the first in line gets the room first). As the kubelet's
+``retryPendingResizes``, an ``Infeasible`` resize is not retried: only a new resize of that
+pod is looked at again.
 """
 
 from __future__ import annotations
 
 from .context import NodeContext
-from .model import PendingResize, desired_allocs, retry_order, sizing_of
+from .model import PendingResize, desired_allocs, pod_allocated_requests, retry_order
 
 __all__ = ["Ledger"]
 
@@ -41,17 +43,16 @@ class Ledger:
         pending = []
         for w in self.ctx.workers.values():
             decision = w.resize_conditions.get("PodResizePending")
-            if decision is None or not decision.exists:
+            if decision is None or decision.condition is None:
                 continue
-            desired = desired_allocs(w.pod)
-            increases = False
-            for n in w.resizable():
-                new, old = sizing_of(desired.get(n, {})), sizing_of(w.allocated.get(n, {}))
-                if (
-                    new.effective_requests_cpu > old.effective_requests_cpu
-                    or new.effective_requests_memory > old.effective_requests_memory
-                ):
-                    increases = True
+            if decision.condition.get("reason") == "Infeasible":
+                continue
+            resizable = set(w.resizable())
+            desired = dict(w.allocated)
+            desired.update((n, a) for n, a in desired_allocs(w.pod).items() if n in resizable)
+            old_cpu, old_mem = pod_allocated_requests(w.pod, w.allocated)
+            new_cpu, new_mem = pod_allocated_requests(w.pod, desired)
+            increases = new_cpu > old_cpu or new_mem > old_mem
             current = {
                 c.get("type"): c for c in (w.pod.get("status") or {}).get("conditions") or ()
             }

@@ -16,6 +16,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -48,6 +49,7 @@ __all__ = [
     "plan_resize",
     "pod_allocated_requests",
     "pod_phase",
+    "resize_message",
     "restart_needed",
     "retry_order",
     "rfc3339",
@@ -335,13 +337,94 @@ def pod_cgroup(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> CgroupRes
     return pod_resources(app, init_containers=init)
 
 
+def _canonical(value: Any) -> Any:
+    """A quantity as Go's ``resource.Quantity`` marshals it (canonical form)."""
+    try:
+        return str(Quantity.parse(value))
+    except (QuantityError, TypeError, ValueError):
+        return value
+
+
+def _resource_list(values: Any) -> dict[str, Any]:
+    if not isinstance(values, Mapping):
+        return {}
+    return {name: _canonical(values[name]) for name in sorted(values)}
+
+
+def _requirements(
+    resources: Mapping[str, Any] | None, alloc: Mapping[str, Mapping[str, str]] | None
+) -> dict[str, Any]:
+    """A container's ``resources`` as Go marshals ``v1.ResourceRequirements`` (``limits``,
+    ``requests``, ``claims``, empty ones left out); with ``alloc``, its cpu and memory are
+    the allocated ones (upstream's allocated pod: the spec with the checkpointed resources)."""
+    resources = resources or {}
+    out: dict[str, Any] = {}
+    for key in ("limits", "requests"):
+        values = dict(resources.get(key) or {})
+        if alloc is not None:
+            for name in RESOURCE_NAMES:
+                values.pop(name, None)
+            values.update((alloc.get(key) or {}).items())
+        listed = _resource_list(values)
+        if listed:
+            out[key] = listed
+    claims = resources.get("claims")
+    if claims:
+        out["claims"] = claims
+    return out
+
+
+def _go_json(value: Any) -> str:
+    """``encoding/json.Marshal``'s text: compact, UTF-8, with ``<``, ``>``, ``&``, U+2028 and
+    U+2029 escaped (Go escapes them for HTML by default)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def resize_message(
+    prefix: str,
+    pod: Mapping[str, Any],
+    generation: int | None,
+    *,
+    allocated: Mapping[str, Alloc] | None = None,
+    error: str = "",
+) -> str:
+    """The message of a resize event, as the kubelet writes it (``podResizeMessage`` in
+    ``pkg/kubelet/events/resize.go``): ``PREFIX: {"initContainers":[…],"containers":[{"name":
+    …,"resources":{…}}],"generation":G,"error":"…"}``, every container of the pod with its
+    resources, as the spec asks (``allocated`` None: ``ResizeStarted``, ``ResizeDeferred``,
+    ``ResizeInfeasible``) or as allocated (``ResizeCompleted``, ``ResizeError``)."""
+    spec = pod.get("spec") or {}
+    summary: dict[str, Any] = {}
+    for key in ("initContainers", "containers"):
+        items = []
+        for c in spec.get(key) or ():
+            alloc = None if allocated is None else allocated.get(c["name"])
+            items.append({"name": c["name"], "resources": _requirements(c.get("resources"), alloc)})
+        if items:
+            summary[key] = items
+    summary["generation"] = generation or 0
+    if error:
+        summary["error"] = error
+    return f"{prefix}: {_go_json(summary)}"
+
+
 @dataclass(frozen=True)
 class PendingResize:
     """What orders deferred resizes when room appears on the node."""
 
     key: str
     increases: bool
-    """Whether the resize asks for more of any resource than is allocated."""
+    """Whether the resize raises the pod's CPU or memory request (upstream's
+    ``isResizeIncreasingRequests``: the pod's requests, not each container's)."""
     priority: int
     guaranteed: bool
     pending_since: str
@@ -349,10 +432,19 @@ class PendingResize:
 
 
 def retry_order(pending: Iterable[PendingResize]) -> list[str]:
-    """DESIGN.md's order: resizes that do not increase requests first, then higher priority,
-    then Guaranteed before Burstable, then the longest pending."""
+    """DESIGN.md's order, which is the kubelet's (``sortPendingResizes`` in
+    ``pkg/kubelet/allocation/allocation_manager.go``): resizes that do not increase requests
+    first, then higher priority, then Guaranteed before Burstable, then the longest pending
+    (one with no ``PodResizePending`` time last)."""
     ordered = sorted(
-        pending, key=lambda p: (p.increases, -p.priority, not p.guaranteed, p.pending_since)
+        pending,
+        key=lambda p: (
+            p.increases,
+            -p.priority,
+            not p.guaranteed,
+            not p.pending_since,
+            p.pending_since,
+        ),
     )
     return [p.key for p in ordered]
 
