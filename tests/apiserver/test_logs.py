@@ -1,56 +1,15 @@
-"""pods/log: where a container's log file is, and reading it whole, tailed or followed."""
+"""pods/log over real HTTP: upstream's validation, kubelet's refusals, tailed and previous runs.
+
+What the file reading does (tail, byte limit, since, follow; which run) is tested once, on the
+module the API server shares with the node agent (``tests/api/test_containerlogs.py``).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from inplace.apiserver.errors import StatusError
-from inplace.apiserver.logs import follow_file, log_path
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
-
-
-def running_pod(restarts: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"},
-        "status": {"containerStatuses": [{"name": "main", "restartCount": restarts}]},
-    }
-
-
-@pytest.mark.parametrize(
-    ("restarts", "previous", "expected"),
-    [(0, False, "0.log"), (2, False, "2.log"), (2, True, "1.log"), (1, True, "0.log")],
-)
-def test_a_log_is_one_file_per_restart_in_kubelets_layout(
-    restarts: int, previous: bool, expected: str
-) -> None:
-    path = log_path(Path("/logs"), running_pod(restarts), "main", previous=previous)
-    assert path == Path("/logs/ns_p_u-1/main") / expected
-
-
-def test_no_previous_container_is_400_naming_it() -> None:
-    with pytest.raises(StatusError) as caught:
-        log_path(Path("/logs"), running_pod(0), "main", previous=True)
-    assert caught.value.code == 400
-    assert caught.value.message == 'previous terminated container "main" in pod "p" not found'
-
-
-async def test_follow_file_tails_then_stops_when_the_container_has_stopped(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "0.log"
-    path.write_bytes(b"one\ntwo\nthree\n")
-
-    async def stopped() -> bool:
-        return False
-
-    tailed = [c async for c in follow_file(path, tail=2, follow=False, still_running=stopped)]
-    assert b"".join(tailed) == b"two\nthree\n"
-    followed = [c async for c in follow_file(path, tail=0, follow=True, still_running=stopped)]
-    assert followed == []
 
 
 async def test_log_of_a_pod_whose_container_has_not_started(apiserver: InProcessServer) -> None:
@@ -75,3 +34,74 @@ async def test_log_of_a_pod_whose_container_has_not_started(apiserver: InProcess
         ) as response:
             assert response.status == 200
             assert await response.read() == b"world\n"
+        async with session.get(
+            apiserver.url + f"{PODS}/quiet/log?limitBytes=3", headers=apiserver.headers()
+        ) as response:
+            assert await response.read() == b"hel"
+
+
+async def test_options_are_validated_as_upstreams_api_server_does(
+    apiserver: InProcessServer,
+) -> None:
+    """Before the pod is read (so even for one that does not exist), as upstream's
+    ``LogREST.Get``; ``stream`` is forbidden while ``PodLogsQuerySplitStreams`` is off."""
+    api, session = await make_api(apiserver)
+    async with session:
+        status, body = await api.call("GET", f"{PODS}/nobody/log?tailLines=-1")
+        assert status == 422 and body["reason"] == "Invalid"
+        assert body["message"] == (
+            'PodLogOptions "nobody" is invalid: '
+            "tailLines: Invalid value: -1: must be greater than or equal to 0"
+        )
+        assert body["details"]["causes"] == [
+            {
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: -1: must be greater than or equal to 0",
+                "field": "tailLines",
+            }
+        ]
+        status, body = await api.call("GET", f"{PODS}/nobody/log?stream=Stdout")
+        assert status == 422
+        assert body["message"].endswith("stream: Forbidden: may not be specified")
+        status, body = await api.call("GET", f"{PODS}/nobody/log?sinceSeconds=1&sinceTime=null")
+        assert status == 404
+        status, body = await api.call("GET", f"{PODS}/nobody/log?tailLines=x")
+        assert status == 400
+        assert body["message"] == "tailLines: invalid value 'x': must be an integer"
+
+
+async def test_previous_is_the_run_last_state_describes(
+    apiserver: InProcessServer, tmp_path: Path
+) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        assert (await api.call("POST", PODS, pod("again", node="n1")))[0] == 201
+        _, created = await api.call("GET", f"{PODS}/again")
+        created["status"] = {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "imageID": "",
+                    "ready": True,
+                    "restartCount": 1,
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                    "lastState": {"terminated": {"exitCode": 3, "reason": "Error"}},
+                }
+            ],
+        }
+        status, _ = await api.call("PUT", f"{PODS}/again/status", created)
+        assert status == 200
+        log = apiserver.server.config.log_root
+        assert log is not None
+        directory = log / f"default_again_{created['metadata']['uid']}" / "main"
+        directory.mkdir(parents=True)
+        (directory / "0.log").write_bytes(b"first run\n")
+        (directory / "1.log").write_bytes(b"second run\n")
+        for query, text in (("", b"second run\n"), ("?previous=true", b"first run\n")):
+            async with session.get(
+                apiserver.url + f"{PODS}/again/log{query}", headers=apiserver.headers()
+            ) as response:
+                assert response.status == 200
+                assert await response.read() == text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inplace.api.containerlogs import container_log_dir
 from inplace.client import WorkQueue
 from inplace.client.events import ObjectRef
 
@@ -41,12 +42,8 @@ class NodePaths:
         return f"{self.node}/pod{uid}/{container}"
 
     def log(self, w: PodWorker, container: str, restart_count: int) -> str:
-        return str(
-            self.config.log_root
-            / f"{w.namespace}_{w.name}_{w.uid}"
-            / container
-            / f"{restart_count}.log"
-        )
+        directory = container_log_dir(self.config.log_root, w.namespace, w.name, w.uid, container)
+        return str(directory / f"{restart_count}.log")
 
 
 @dataclass
