@@ -19,9 +19,10 @@ Shape (upstream kubelet's, in miniature), one module per concern:
   PATCH of ``pods/NAME/status`` carrying only what changed.
 * **Restore** (:mod:`.restore`) from checkpoints (:mod:`.checkpoint`) makes a SIGKILLed
   agent harmless: the next one re-adopts the processes before it serves any pod.
-* **Usage** (:mod:`.stats`) is sampled from cgroups every few seconds and served on
-  127.0.0.1 for ``metrics.k8s.io`` (:mod:`inplace.apiserver.nodemetrics`); the same server
-  takes ``kubectl exec`` from the API server (:mod:`.streaming`).
+* **Usage** (:mod:`.stats`) is sampled from cgroups every few seconds and served on the
+  agent's endpoint (``--address``, plain HTTP or HTTPS with a client certificate) for
+  ``metrics.k8s.io`` (:mod:`inplace.apiserver.nodemetrics`); the same server takes
+  ``kubectl exec`` from the API server (:mod:`.streaming`), as a kubelet's does.
 * Every API call about pods goes through :class:`~inplace.node.actions.NodeActions` (tests
   fake it); the runtime, informer, stats endpoint and usage source are injectable, which is
   how one process serves many simulated nodes (:mod:`.simulated`).
@@ -64,7 +65,7 @@ from .resize import Resizer
 from .restore import restore
 from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
-from .stats import ContainerRef, StatsServer, UsageSampler
+from .stats import ContainerRef, StatsServer, UsageSampler, endpoint_ssl_context
 from .status import StatusWriter
 from .streaming import StreamingServer, TargetError
 from .tokens import TokenManager
@@ -182,7 +183,11 @@ class NodeAgent:
         self._own_stats = stats is None
         if stats is None:
             stats = StatsServer(
-                self.sampler, config.node_name, host=config.http_host, port=config.http_port
+                self.sampler,
+                config.node_name,
+                host=config.http_host,
+                port=config.http_port,
+                ssl_context=endpoint_ssl_context(config),
             )
         else:
             stats.add(config.node_name, self.sampler)

@@ -33,8 +33,18 @@ class AgentConfig:
     scheduler's approval of its growth, to go out with the allocation
     (:func:`inplace.node.model.approval_hold`; 0: never held)."""
     http_host: str = "127.0.0.1"
+    """The IP the agent's endpoint listens on, reported as the Node's ``InternalIP``
+    (``inplace node --address``)."""
     http_port: int = 0
-    """Port of the stats endpoint (0: pick one; published in ``daemonEndpoints``)."""
+    """Port of the agent's endpoint (0: pick one; published in ``daemonEndpoints``)."""
+    tls_cert_file: Path | None = None
+    """Serve the endpoint over HTTPS with this certificate (``--tls-cert-file``); None: plain
+    HTTP, the API server authenticated by the node's bearer token (:mod:`.stats`)."""
+    tls_private_key_file: Path | None = None
+    """The key of ``tls_cert_file`` (``--tls-private-key-file``)."""
+    client_ca_file: Path | None = None
+    """With TLS, the only CA whose client certificates are accepted (``--client-ca-file``):
+    the one that signs the API server's kubelet-client certificate."""
     lease_duration: int = 40
     lease_renew_every: float = 10.0
     node_status_every: float = 20.0

@@ -2,16 +2,24 @@
 
 SIGTERM and SIGINT stop the agent and leave the workloads running (as kubelet does); a later
 agent with the same ``--data-dir`` re-adopts them from its checkpoints.
+
+The agent's endpoint (usage, exec, container logs: :mod:`.stats`) takes kubelet's flags:
+``--address`` (the IP it listens on, reported as the Node's ``InternalIP``), ``--port``, and
+for HTTPS ``--tls-cert-file``, ``--tls-private-key-file`` and ``--client-ca-file`` (all three:
+then only client certificates the client CA signed get through the handshake; see
+:mod:`.stats` for that trust rule). Without them it is plain HTTP, as ``inplace up`` runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 from pathlib import Path
 
@@ -22,6 +30,7 @@ from inplace.loop import run as run_event_loop
 from .agent import AgentConfig, NodeAgent
 from .cgroups import NoneDriver, detect_driver
 from .cgroups.base import CgroupDriver
+from .stats import endpoint_ssl_context
 
 __all__ = ["build_parser", "main"]
 
@@ -38,6 +47,18 @@ def _quantity_bytes(text: str) -> int:
         return Quantity.parse(text).value()
     except QuantityError as exc:
         raise argparse.ArgumentTypeError(f"invalid memory quantity {text!r}: {exc}") from None
+
+
+def _address(text: str) -> str:
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid IP address {text!r}") from None
+    if address.is_unspecified:
+        raise argparse.ArgumentTypeError(
+            f"{text} is reported as the Node's InternalIP: give the one address to listen on"
+        )
+    return str(address)
 
 
 def build_parser(prog: str = "inplace node") -> argparse.ArgumentParser:
@@ -95,7 +116,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto: the strongest available (v1, v2, none); none: no limits",
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="stats endpoint port on 127.0.0.1 (0: pick one)"
+        "--address",
+        type=_address,
+        default="127.0.0.1",
+        help="the IP the agent's endpoint (usage, exec, container logs) listens on, "
+        "reported as the Node's InternalIP (default: 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="the agent's endpoint port (0: pick one)"
+    )
+    parser.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        default=None,
+        help="serve the endpoint over HTTPS with this certificate (with --tls-private-key-file "
+        "and --client-ca-file; default: plain HTTP, callers authenticated by the node's token)",
+    )
+    parser.add_argument(
+        "--tls-private-key-file", type=Path, default=None, help="the key of --tls-cert-file"
+    )
+    parser.add_argument(
+        "--client-ca-file",
+        type=Path,
+        default=None,
+        help="with HTTPS, only client certificates this CA signed are accepted (give it a CA "
+        "that signs the API server's kubelet-client certificate and nothing else)",
     )
     parser.add_argument(
         "--admit-without-scheduler",
@@ -116,6 +161,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
+def _tls_files(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path | None]:
+    """The HTTPS endpoint's files, all three or none (SystemExit naming what is missing)."""
+    given = {
+        "--tls-cert-file": args.tls_cert_file,
+        "--tls-private-key-file": args.tls_private_key_file,
+        "--client-ca-file": args.client_ca_file,
+    }
+    missing = [flag for flag, value in given.items() if value is None]
+    if missing and len(missing) < len(given):
+        raise SystemExit(
+            f"inplace node: an HTTPS endpoint needs {', '.join(given)}; "
+            f"missing {', '.join(missing)}"
+        )
+    if missing:
+        return None, None, None
+    cert, key, ca = (Path(value).expanduser().resolve() for value in given.values())
+    return cert, key, ca
+
+
 def config_from_args(args: argparse.Namespace) -> AgentConfig:
     import psutil
 
@@ -123,6 +187,7 @@ def config_from_args(args: argparse.Namespace) -> AgentConfig:
     memory = args.memory if args.memory is not None else int(psutil.virtual_memory().total)
     data_dir: Path = args.data_dir.expanduser().resolve()
     log_root = (args.log_root or data_dir / "logs" / "pods").expanduser().resolve()
+    tls_cert, tls_key, client_ca = _tls_files(args)
     return AgentConfig(
         node_name=args.node_name,
         cpu_milli=cpu,
@@ -131,7 +196,11 @@ def config_from_args(args: argparse.Namespace) -> AgentConfig:
         log_root=log_root,
         max_pods=args.pods,
         admit_without_scheduler=args.admit_without_scheduler,
+        http_host=args.address,
         http_port=args.port,
+        tls_cert_file=tls_cert,
+        tls_private_key_file=tls_key,
+        client_ca_file=client_ca,
         usage_every=args.usage_interval,
         hidden_paths=tuple(p.expanduser().resolve() for p in args.hide_path),
     )
@@ -143,6 +212,11 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
     config = config_from_args(args)
+    try:
+        endpoint_ssl_context(config)  # unreadable TLS files: one line, before anything starts
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        print(f"inplace node: cannot serve HTTPS: {exc}", file=sys.stderr)
+        return 1
     config.data_dir.mkdir(parents=True, exist_ok=True)
     (config.data_dir / "agent.pid").write_text(f"{os.getpid()}\n")
     log = logging.getLogger("inplace.node")

@@ -1,11 +1,12 @@
 """A node's own objects: the Node (registration, status heartbeats) and its Lease.
 
-Upstream's kubelet shape: the Node is created once with capacity, allocatable, addresses,
-labels and ``nodeInfo``, its status (conditions with ``lastHeartbeatTime``) is patched every
-``node_status_every`` seconds, and the Lease in ``kube-node-lease`` is renewed every
-``lease_renew_every`` seconds (the cheap liveness signal). A node whose cgroup driver cannot
-enforce limits says so twice: annotation ``inplace.dev/limits-enforced: "false"`` and
-condition ``LimitsEnforced=False``.
+Upstream's kubelet shape: the Node is created once with capacity, allocatable, addresses
+(``InternalIP``: the address the agent's endpoint listens on, ``--address``; ``Hostname``:
+the node's name), labels and ``nodeInfo``, its status (conditions with
+``lastHeartbeatTime``) is patched every ``node_status_every`` seconds, and the Lease in
+``kube-node-lease`` is renewed every ``lease_renew_every`` seconds (the cheap liveness
+signal). A node whose cgroup driver cannot enforce limits says so twice: annotation
+``inplace.dev/limits-enforced: "false"`` and condition ``LimitsEnforced=False``.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class NodeRegistration:
             "allocatable": dict(resources),
             "conditions": conditions,
             "addresses": [
-                {"type": "InternalIP", "address": "127.0.0.1"},
+                {"type": "InternalIP", "address": cfg.http_host},
                 {"type": "Hostname", "address": cfg.node_name},
             ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port()}},

@@ -35,7 +35,7 @@ from inplace.client import PODS, Client, Informer
 from .agent import AgentConfig, NodeAgent
 from .cgroups import NoneDriver
 from .runtime import ExitStatus, ProcessSpec, RunningProcess
-from .stats import StatsServer
+from .stats import StatsServer, endpoint_ssl_context
 from .worker import PodWorker
 
 __all__ = [
@@ -115,7 +115,9 @@ async def run_simulated(
 ) -> None:
     """Serve ``count`` simulated nodes named ``<prefix>-<i>`` until ``stop``."""
     informer = Informer(client, PODS)
-    stats = StatsServer(host=base.http_host, port=base.http_port)
+    stats = StatsServer(
+        host=base.http_host, port=base.http_port, ssl_context=endpoint_ssl_context(base)
+    )
     await stats.start()
     runtime = SimulatedRuntime()
     agents: list[NodeAgent] = []

@@ -6,16 +6,32 @@ consecutive CPU readings into a rate (nano-cores, as kubelet's Summary API repor
 bounded history (``history_seconds``, 15 minutes by default) is kept per container for the
 autoscaler.
 
-The endpoint listens on ``127.0.0.1`` over plain HTTP. Its usage pages are read-only and
-unauthenticated (they only reveal usage figures, and only to local processes); other parts of
-the agent add their own routes (:meth:`StatsServer.add_route`: ``kubectl exec``'s, which
-authenticate the API server, :mod:`.streaming`). It serves:
+The endpoint listens on ``--address`` (``127.0.0.1`` by default, also reported as the Node's
+``InternalIP``), in one of two modes:
+
+* **Plain HTTP** (``inplace up``): the usage pages are read-only and unauthenticated (they only
+  reveal usage figures); the routes other parts of the agent add (:meth:`StatsServer.add_route`:
+  ``kubectl exec``'s, :mod:`.streaming`, and the container logs, :mod:`.containerlogs`) accept
+  only the API server, which presents the node's own bearer token (:func:`authenticated`).
+* **HTTPS** (``--tls-cert-file``, ``--tls-private-key-file``, ``--client-ca-file``: kubelet's
+  flags, as upstream's kube-apiserver calls a kubelet with its ``--kubelet-client-certificate``):
+  the agent serves that certificate and requires a client certificate signed by the client CA
+  (``ssl.CERT_REQUIRED``); a connection without one, or with one from another CA, fails in the
+  handshake, before any request is read. **The trust rule:** whoever holds a certificate the
+  client CA signed is the API server, so that CA must sign nothing else (the test bed's
+  kubelet-client CA signs only kube-apiserver's kubelet-client certificate); every route,
+  the usage pages included, is then the API server's alone, and no bearer token is asked for
+  (kube-apiserver sends none: its verified certificate is the authentication).
+
+It serves:
 
 * ``GET /stats/summary`` — kubelet's Summary API shape, reduced to what ``metrics.k8s.io``
   needs: ``node`` and ``pods[]`` with ``podRef`` and ``containers[]`` (``cpu.usageNanoCores``,
   ``memory.workingSetBytes``) and the sample ``time``;
 * ``GET /stats/history`` — the kept history, per pod and container;
-* ``GET /healthz`` — ``ok``.
+* ``GET /healthz`` — ``ok``;
+* the added routes: ``/exec/…`` and ``/attach/…`` (:mod:`.streaming`) and
+  ``GET /containerLogs/{namespace}/{pod}/{container}`` (:mod:`.containerlogs`).
 
 ``?node=NAME`` picks the node when one endpoint serves several (simulated nodes); without it
 the endpoint answers for the node it was created for.
@@ -26,10 +42,12 @@ The port is published in the Node's ``status.daemonEndpoints.kubeletEndpoint.Por
 from __future__ import annotations
 
 import collections
+import hmac
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
@@ -38,7 +56,17 @@ from inplace.api.timestamps import rfc3339
 
 from .cgroups.base import CgroupDriver, CgroupError
 
-__all__ = ["ContainerRef", "Sample", "StatsServer", "UsageSampler"]
+if TYPE_CHECKING:
+    from .config import AgentConfig
+
+__all__ = [
+    "ContainerRef",
+    "Sample",
+    "StatsServer",
+    "UsageSampler",
+    "authenticated",
+    "endpoint_ssl_context",
+]
 
 
 @dataclass(frozen=True)
@@ -205,8 +233,38 @@ class UsageSampler:
         return {"items": out}
 
 
+def endpoint_ssl_context(config: AgentConfig) -> ssl.SSLContext | None:
+    """The HTTPS mode's context (see the module docstring), None for plain HTTP: the
+    configured certificate, TLS 1.2 or later, HTTP/1.1, and a client certificate that the
+    client CA signed, required. Raises OSError or ssl.SSLError for files that do not load."""
+    if config.tls_cert_file is None:
+        return None
+    if config.tls_private_key_file is None or config.client_ca_file is None:
+        raise ValueError("an HTTPS endpoint needs its private key and a client CA")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(config.tls_cert_file, config.tls_private_key_file)
+    context.load_verify_locations(cafile=config.client_ca_file)
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def authenticated(request: web.Request, token: str | None) -> bool:
+    """The caller is the API server: a client certificate the TLS handshake verified (the
+    HTTPS mode accepts no connection without one), or on plain HTTP the node's own bearer
+    token, ``token``."""
+    transport = request.transport
+    if transport is not None and transport.get_extra_info("peercert"):
+        return True
+    header = request.headers.get("Authorization", "")
+    presented = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
+    return bool(token) and hmac.compare_digest(presented.encode(), str(token).encode())
+
+
 class StatsServer:
-    """The HTTP endpoint (see the module docstring)."""
+    """The HTTP endpoint (see the module docstring); HTTPS with ``ssl_context``
+    (:func:`endpoint_ssl_context`)."""
 
     def __init__(
         self,
@@ -215,6 +273,7 @@ class StatsServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.samplers: dict[str, UsageSampler] = {}
         if sampler is not None:
@@ -222,6 +281,7 @@ class StatsServer:
         self.default = node_name
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self._runner: web.AppRunner | None = None
         self._routes: list[tuple[str, str, Callable[[web.Request], Awaitable[Any]]]] = []
 
@@ -240,7 +300,13 @@ class StatsServer:
             app.router.add_route(method, path, handler)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(
+            self._runner,
+            self.host,
+            self.port,
+            reuse_address=True,
+            ssl_context=self.ssl_context,
+        )
         await site.start()
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:

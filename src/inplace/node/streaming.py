@@ -17,9 +17,11 @@ speaks one of two transports:
   channel, opened by the client and answered here (:mod:`.spdy`); the session ends with the
   status on the error stream, every stream half-closed, and GOAWAY.
 
-**Who may call.** Only the API server: it presents the node's own bearer token (the one in
-this agent's kubeconfig), as upstream's API server presents its kubelet client credentials.
-Anything else is a 401. The endpoint listens on 127.0.0.1 only.
+**Who may call.** Only the API server (:func:`.stats.authenticated`): on the HTTPS endpoint,
+whoever got through the handshake with a certificate of the client CA (upstream's
+kube-apiserver, with its kubelet-client certificate); on plain HTTP, whoever presents the
+node's own bearer token (the one in this agent's kubeconfig: ``inplace up``'s API server does).
+Anything else is a 401.
 
 **Errors** are kubelet's: a bad request is a plain-text 400, an unknown pod a 404 ``pod does
 not exist``, a container that is not running a 500 ``container not found ("NAME")``, answered
@@ -33,7 +35,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
 import typing
@@ -73,6 +74,7 @@ from . import spdy
 from .cgroups.base import CgroupDriver
 from .execproc import ExecError, ExecProcess, ExecTarget
 from .runtime import is_running
+from .stats import authenticated
 
 __all__ = ["StreamingServer", "TargetError", "TargetLookup"]
 
@@ -382,12 +384,6 @@ class StreamingServer:
             ("*", "/attach/{namespace}/{pod}/{container}", self.attach),
         ]
 
-    def _authenticated(self, request: web.Request) -> bool:
-        expected = self.token()
-        header = request.headers.get("Authorization", "")
-        presented = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
-        return bool(expected) and hmac.compare_digest(presented.encode(), str(expected).encode())
-
     async def exec(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, attach=False)
 
@@ -395,7 +391,7 @@ class StreamingServer:
         return await self._serve(request, attach=True)
 
     async def _serve(self, request: web.Request, *, attach: bool) -> web.StreamResponse:
-        if not self._authenticated(request):
+        if not authenticated(request, self.token()):
             return web.Response(status=401, text="Unauthorized")
         query = list(request.query.items())
         try:
