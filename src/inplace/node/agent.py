@@ -22,7 +22,8 @@ Shape (upstream kubelet's, in miniature), one module per concern:
 * **Usage** (:mod:`.stats`) is sampled from cgroups every few seconds and served on the
   agent's endpoint (``--address``, plain HTTP or HTTPS with a client certificate) for
   ``metrics.k8s.io`` (:mod:`inplace.apiserver.nodemetrics`); the same server takes
-  ``kubectl exec`` from the API server (:mod:`.streaming`), as a kubelet's does.
+  ``kubectl exec`` (:mod:`.streaming`) and ``kubectl logs`` (:mod:`.containerlogs`) from the
+  API server, as a kubelet's does.
 * Every API call about pods goes through :class:`~inplace.node.actions.NodeActions` (tests
   fake it); the runtime, informer, stats endpoint and usage source are injectable, which is
   how one process serves many simulated nodes (:mod:`.simulated`).
@@ -46,6 +47,7 @@ from .cgroups.base import CgroupDriver, CgroupError, CgroupResources
 from .cgroups.mapping import milli_cpu_to_shares
 from .checkpoint import CheckpointStore
 from .config import AgentConfig
+from .containerlogs import ContainerLogServer, PodLogs
 from .context import NodeContext, NodePaths
 from .env import api_server_env
 from .execproc import ExecTarget
@@ -193,8 +195,10 @@ class NodeAgent:
             stats.add(config.node_name, self.sampler)
         self.stats = stats
         if self._own_stats and runtime is None:  # a real node: processes to exec into
-            streaming = StreamingServer(driver, self.exec_target, client.config.bearer_token)
-            for method, path, handler in streaming.routes():
+            token = client.config.bearer_token
+            streaming = StreamingServer(driver, self.exec_target, token)
+            logs = ContainerLogServer(config.log_root, self.pod_logs, token)
+            for method, path, handler in [*streaming.routes(), *logs.routes()]:
                 stats.add_route(method, path, handler)
         self._rejected: set[str] = set()
         self.registration = NodeRegistration(
@@ -311,6 +315,26 @@ class NodeAgent:
         if state is None or state.state != "running" or process is None:
             raise TargetError(500, f'container not found ("{container}")')
         return ExecTarget(process, self.ctx.paths.container(w.uid, container))
+
+    def pod_logs(self, namespace: str, name: str) -> PodLogs | None:
+        """What ``/containerLogs`` reads for the pod (:mod:`.containerlogs`): its worker's
+        container states; a pod bound here but not admitted yet has none."""
+        w = self.ctx.worker_for(f"{namespace}/{name}")
+        if w is not None:
+            names = frozenset(w.containers)
+
+            def status(container: str) -> dict[str, Any] | None:
+                cs = w.containers.get(container)
+                return None if cs is None else cs.status(allocated=None, actual=None)
+
+            return PodLogs(w.uid, names, status)
+        pod = self.informer.get(f"{namespace}/{name}")
+        if pod is None or not self.mine(pod):
+            return None
+        spec = pod.get("spec") or {}
+        every = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+        names = frozenset(c["name"] for c in every)
+        return PodLogs(str(pod_meta(pod).get("uid", "")), names, lambda _: None)
 
     # -- usage -------------------------------------------------------------------------------
 
