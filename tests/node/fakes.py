@@ -163,16 +163,20 @@ def fake_agent(
     cpu_milli: int = 2000,
     memory: int = 2 << 30,
     runtime: RecordingRuntime | None = None,
+    admit_without_scheduler: bool = False,
 ) -> NodeAgent:
     """A real agent whose API calls all go to ``cluster`` (its client points nowhere);
     agents given the same ``tmp_path`` and ``runtime`` share checkpoints and containers, as
-    an agent and its successor on one node do."""
+    an agent and its successor on one node do. ``admit_without_scheduler``: the agent
+    approves resizes on its own ledger, as the kubelet does (``inplace node
+    --admit-without-scheduler``)."""
     config = AgentConfig(
         node_name=NODE,
         cpu_milli=cpu_milli,
         memory_bytes=memory,
         data_dir=tmp_path / "data",
         log_root=tmp_path / "logs",
+        admit_without_scheduler=admit_without_scheduler,
     )
     unreachable = Client(ClusterConfig(server="http://127.0.0.1:9"))
     return NodeAgent(
@@ -226,11 +230,21 @@ def pod(
 
 @contextlib.asynccontextmanager
 async def running_agent(
-    tmp_path: Path, *, runtime: RecordingRuntime | None = None, **sizes: int
+    tmp_path: Path,
+    *,
+    runtime: RecordingRuntime | None = None,
+    admit_without_scheduler: bool = False,
+    **sizes: int,
 ) -> AsyncIterator[tuple[FakeCluster, NodeAgent]]:
     """A fake cluster and its agent; the agent's pod tasks are cancelled afterwards."""
     cluster = FakeCluster()
-    agent = fake_agent(cluster, tmp_path, runtime=runtime, **sizes)
+    agent = fake_agent(
+        cluster,
+        tmp_path,
+        runtime=runtime,
+        admit_without_scheduler=admit_without_scheduler,
+        **sizes,
+    )
     try:
         yield cluster, agent
     finally:

@@ -2,12 +2,13 @@
 
 Desired (spec) vs allocated (checkpointed). The agent acts when the scheduler approved the
 generation (``PodResizeScheduled``), when it runs with ``admit_without_scheduler``, or when
-no request grows; it re-checks the fit on its own ledger (``PodResizePending`` ``Deferred``
-or ``Infeasible`` otherwise), allocates (checkpoint first: a crash now re-applies on
-restart), restarts the containers whose ``resizePolicy`` says so, and writes the cgroups in
-the safe order from :func:`~inplace.node.model.plan_resize`. A write the kernel refuses
-(a memory limit below usage) leaves ``PodResizeInProgress`` with reason ``Error`` and is
-retried with back-off.
+no request grows; it re-checks the fit on its own ledger (``PodResizePending`` otherwise:
+``Deferred``, or with the scheduler's arbiter ``Infeasible`` when larger than the node),
+allocates (checkpoint first: a crash now re-applies on restart), restarts the containers
+whose ``resizePolicy`` says so, and writes the cgroups in the safe order from
+:func:`~inplace.node.model.plan_resize`. A write the kernel refuses (a memory limit below
+usage) leaves ``PodResizeInProgress`` with reason ``Error`` and is retried with back-off.
+Conditions and events are reported as the kubelet 1.36 reports them (:meth:`Resizer.resize`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-
-import orjson
 
 from inplace.api.annotations import RESIZE_POLICY
 from inplace.api.backoff import RESIZE_RETRY
@@ -28,6 +27,7 @@ from .ledger import Ledger
 from .model import (
     Alloc,
     CgroupWrite,
+    FitResult,
     container_cgroup,
     desired_allocs,
     fits_allocatable,
@@ -35,6 +35,7 @@ from .model import (
     pod_allocated_requests,
     pod_cgroup,
     requests_grow,
+    resize_message,
     restart_needed,
     sizing_of,
 )
@@ -86,33 +87,41 @@ class Resizer:
         return w.resize_backoff
 
     async def resize(self, w: PodWorker) -> float | None:
-        """Bring allocations and cgroups to the spec's resources; returns a retry delay."""
+        """Bring allocations and cgroups to the spec's resources; returns a retry delay.
+
+        The conditions and events are the kubelet's (``handlePodResourcesResize`` in
+        ``pkg/kubelet/allocation/allocation_manager.go``, ``SyncPod`` in ``kubelet.go``):
+        a resize that fits is allocated (``PodResizePending`` cleared, a new
+        ``PodResizeInProgress`` stamped with this generation, ``ResizeStarted``); one that
+        does not is ``PodResizePending`` (``ResizeDeferred``/``ResizeInfeasible`` when its
+        reason or generation is new), which leaves a previous allocation still being applied
+        in progress; a write the kernel refuses is ``PodResizeInProgress`` reason ``Error``
+        (``ResizeError`` when the condition changes; it keeps the generation of its
+        allocation); and ``PodResizeInProgress`` is cleared, with ``ResizeCompleted``, once
+        what runs is what is allocated.
+        """
         w.awaiting_approval = None
+        self._backfill(w)
+        generation = w.generation
         if w.stopping or w.failed_init or w.phase() in TERMINAL:
+            # A pod that is over reports no resize (the kubelet's determinePodResizeStatus).
+            w.resize_conditions = _settled(generation)
+            w.resize_backoff = None
             return None
         desired = desired_allocs(w.pod)
         names = w.resizable()
         changed = [
             n for n in names if sizing_of(desired.get(n, {})) != sizing_of(w.allocated.get(n, {}))
         ]
-        unapplied = [
-            n
-            for n in names
-            if sizing_of(w.actual.get(n, {})) != sizing_of(w.allocated.get(n, {}))
-            and w.containers[n].state == "running"
-        ]
-        generation = w.generation
-        if not changed and not unapplied:
-            # Nothing outstanding as of this generation: no resize is pending or in progress,
-            # whoever said so for an older one (a reverted resize leaves none behind).
-            w.resize_conditions = _settled(generation)
-            w.resize_backoff = None
-            return None
+        pending = absent(generation)  # desired is allocated (a reverted resize too)
+        progress = w.resize_conditions.get("PodResizeInProgress")
+        allocated_now = False
+        waits = False
         restarts: list[str] = []
+        if changed and not self.approved(w, desired):
+            w.awaiting_approval = generation
+            return None
         if changed:
-            if not self.approved(w, desired):
-                w.awaiting_approval = generation
-                return None
             new_allocs = dict(w.allocated)
             for n in changed:
                 new_allocs[n] = desired.get(n, {})
@@ -120,45 +129,43 @@ class Resizer:
             allocatable = self.ledger.allocatable()
             fit = fits_allocatable(request, self.ledger.used(exclude=w.uid), allocatable)
             if not fit.fits:
-                infeasible = fit.never_fits
-                reason = "Infeasible" if infeasible else "Deferred"
-                message = fit.message
-                if infeasible:
-                    name = fit.reason.removeprefix("OutOf")
-                    idx = 0 if name == "cpu" else 1
-                    message = (
-                        f"Node didn't have enough capacity: {name}, requested: {request[idx]}, "
-                        f"capacity: {allocatable[idx]}"
+                pending = self._refused(w, fit, request, allocatable)
+                waits = (pending.condition or {}).get("reason") != "Infeasible"
+            else:
+                old_allocs = w.allocated
+                w.allocated = new_allocs
+                self.ctx.save(w)  # allocate before actuating: a crash now re-applies on restart
+                allocated_now = True
+                pending = absent(generation)
+                # A new allocation starts a new PodResizeInProgress: this generation, and no
+                # error left from the previous one.
+                progress = present(generation, "True", probed=True)
+                started = resize_message("Pod resize started", w.pod, generation)
+                w.pending_events.append(("ResizeStarted", started, False))
+                restart_all = pod_annotation(w.pod, RESIZE_POLICY) == "Restart"
+                restarts = [
+                    n
+                    for n in changed
+                    if w.containers[n].state == "running"
+                    and restart_needed(
+                        w.container_spec(n),
+                        sizing_of(old_allocs.get(n, {})),
+                        sizing_of(new_allocs[n]),
+                        restart_all=restart_all,
                     )
-                w.resize_conditions = {
-                    "PodResizePending": present(generation, "True", reason, message),
-                    "PodResizeInProgress": absent(generation),
-                }
-                if w.last_resize_event != (generation, reason):
-                    w.last_resize_event = (generation, reason)
-                    w.pending_events.append((f"Resize{reason}", message, True))
-                return None if infeasible else self._retry(w)
-            old_allocs = w.allocated
-            w.allocated = new_allocs
-            self.ctx.save(w)  # allocate before actuating: a crash now re-applies on restart
-            restart_all = pod_annotation(w.pod, RESIZE_POLICY) == "Restart"
-            restarts = [
-                n
-                for n in changed
-                if w.containers[n].state == "running"
-                and restart_needed(
-                    w.container_spec(n),
-                    sizing_of(old_allocs.get(n, {})),
-                    sizing_of(new_allocs[n]),
-                    restart_all=restart_all,
-                )
-            ]
-            started = "Pod resize started: " + _summary(w, changed)
-            w.pending_events.append(("ResizeStarted", started, False))
-        w.resize_conditions = {
-            "PodResizePending": absent(generation),
-            "PodResizeInProgress": present(generation, "True"),
-        }
+                ]
+        unapplied = [
+            n
+            for n in names
+            if sizing_of(w.actual.get(n, {})) != sizing_of(w.allocated.get(n, {}))
+            and w.containers[n].state == "running"
+        ]
+        if not allocated_now and not unapplied:
+            self._settle(w, pending, progress)
+            return self._delay(w, waits)
+        if progress is None or not progress.exists:
+            progress = present(generation, "True", probed=True)
+        w.resize_conditions = {"PodResizePending": pending, "PodResizeInProgress": progress}
         if restarts:
             await self.publish(w)
             w.restart_for_resize.update(restarts)
@@ -184,13 +191,19 @@ class Resizer:
             await self.write_cgroups(w)
         except CgroupWriteError as exc:
             message = f"resize of {w.key} could not be applied: {exc}"
-            w.resize_conditions = {
-                "PodResizePending": absent(generation),
-                "PodResizeInProgress": present(generation, "True", "Error", message),
-            }
-            if w.last_resize_event != (generation, "Error", str(exc)):
-                w.last_resize_event = (generation, "Error", str(exc))
-                w.pending_events.append(("ResizeError", message, True))
+            # The kubelet keeps the generation of the allocation being applied, and reports
+            # the error (an event) only when the condition changes.
+            error = present(progress.generation, "True", "Error", message, probed=True)
+            if error.condition != progress.condition:
+                text = resize_message(
+                    "Pod resize error",
+                    w.pod,
+                    progress.generation,
+                    allocated=w.allocated,
+                    error=message,
+                )
+                w.pending_events.append(("ResizeError", text, True))
+            w.resize_conditions["PodResizeInProgress"] = error
             return self._retry(w)
         finally:
             for n in restarts:
@@ -208,12 +221,93 @@ class Resizer:
         if raised and self.on_memory_raised is not None:
             self.on_memory_raised(w)
         self.ctx.save(w)
-        w.resize_conditions = _settled(generation)
-        w.resize_backoff = None
-        w.last_resize_event = None
-        completed = "Pod resize completed: " + _summary(w, names)
-        w.pending_events.append(("ResizeCompleted", completed, False))
+        self._settle(w, pending, progress)
         self.ledger.retry_deferred()
+        return self._delay(w, waits)
+
+    def _backfill(self, w: PodWorker) -> None:
+        """Seed the agent's resize decisions from the pod's stored conditions, once per
+        worker (an agent that restarted finds them there), as the kubelet's
+        ``BackfillPodResizeConditions``: a ``PodResizeInProgress`` keeps its generation and
+        error, and an event is not repeated for a decision already reported.
+        ``PodResizePending`` is the agent's alone only without the scheduler's arbiter."""
+        if w.resize_backfilled:
+            return
+        w.resize_backfilled = True
+        types = {"PodResizeInProgress"}
+        if self.ctx.config.admit_without_scheduler:
+            types.add("PodResizePending")
+        for cond in (w.pod.get("status") or {}).get("conditions") or ():
+            ctype = cond.get("type")
+            if ctype not in types or ctype in w.resize_conditions or cond.get("status") != "True":
+                continue
+            generation = cond.get("observedGeneration")
+            w.resize_conditions[ctype] = present(
+                generation if isinstance(generation, int) else None,
+                "True",
+                cond.get("reason") or "",
+                cond.get("message") or "",
+                probed=True,
+            )
+
+    def _refused(
+        self,
+        w: PodWorker,
+        fit: FitResult,
+        request: tuple[int, int],
+        allocatable: tuple[int, int],
+    ) -> Decision:
+        """``PodResizePending`` for a resize that does not fit, and its event when the
+        reason or the generation is new (the kubelet's ``SetPodResizePendingCondition``).
+
+        As the kubelet 1.36 does, every shortfall is ``Deferred`` with the admission
+        message (``Node didn't have enough resource: cpu, requested: R, used: U, capacity:
+        C``, ``pkg/kubelet/lifecycle/predicate.go``), even one larger than the node: its
+        resource fit has no separate capacity check (``Infeasible`` is only for what the
+        node can never do, such as a static CPU manager's Guaranteed pods). With the
+        scheduler's arbiter, a resize larger than the node is ``Infeasible``, as the arbiter
+        says (DESIGN.md). The event is ``Pod resize REASON: {…}``, REASON the admission's
+        (``OutOfcpu``) or ``Infeasible``."""
+        generation = w.generation
+        if fit.never_fits and not self.ctx.config.admit_without_scheduler:
+            reason = cause = "Infeasible"
+            name = fit.reason.removeprefix("OutOf")
+            idx = 0 if name == "cpu" else 1
+            message = (
+                f"Node didn't have enough capacity: {name}, requested: {request[idx]}, "
+                f"capacity: {allocatable[idx]}"
+            )
+        else:
+            reason, cause, message = "Deferred", fit.reason, fit.message
+        previous = w.resize_conditions.get("PodResizePending")
+        if (
+            previous is None
+            or previous.condition is None
+            or previous.condition.get("reason") != reason
+            or previous.generation != generation
+        ):
+            text = resize_message(f"Pod resize {cause}", w.pod, generation, error=message)
+            w.pending_events.append((f"Resize{reason}", text, True))
+        return present(generation, "True", reason, message, probed=True)
+
+    def _settle(self, w: PodWorker, pending: Decision, progress: Decision | None) -> None:
+        """What runs is what is allocated: ``PodResizeInProgress`` is cleared, with
+        ``ResizeCompleted`` for the generation it was stamped with if there was one."""
+        if progress is not None and progress.exists:
+            text = resize_message(
+                "Pod resize completed", w.pod, progress.generation, allocated=w.allocated
+            )
+            w.pending_events.append(("ResizeCompleted", text, False))
+        w.resize_conditions = {
+            "PodResizePending": pending,
+            "PodResizeInProgress": absent(w.generation),
+        }
+
+    def _delay(self, w: PodWorker, waits: bool) -> float | None:
+        """The retry delay of a resize that waits for room (None: nothing waits)."""
+        if waits:
+            return self._retry(w)
+        w.resize_backoff = None
         return None
 
     async def write_cgroups(self, w: PodWorker) -> None:
@@ -255,12 +349,6 @@ class Resizer:
 
 def _settled(generation: int | None) -> dict[str, Decision]:
     return {"PodResizePending": absent(generation), "PodResizeInProgress": absent(generation)}
-
-
-def _summary(w: PodWorker, names: list[str]) -> str:
-    containers = [{"name": n, "resources": w.allocated.get(n, {})} for n in names]
-    body = {"containers": containers, "generation": w.generation}
-    return orjson.dumps(body).decode()
 
 
 def _below(new: int | None, old: int | None) -> bool:

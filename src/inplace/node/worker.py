@@ -74,7 +74,9 @@ class PodWorker:
     """(generation, monotonic time the agent first saw it): how long a status write that
     only reports it has been held (:func:`~inplace.node.model.approval_hold`)."""
     resize_backoff: float | None = None
-    last_resize_event: tuple[Any, ...] | None = None
+    resize_backfilled: bool = False
+    """Whether ``resize_conditions`` were seeded from the pod's stored conditions (once, as
+    the kubelet's ``BackfillPodResizeConditions`` does for the pods it finds on start)."""
     restart_for_resize: set[str] = field(default_factory=set)
     resume: dict[str, asyncio.Event] = field(default_factory=dict)
     started: dict[str, asyncio.Event] = field(default_factory=dict)
