@@ -92,9 +92,9 @@ def test_exec_options_from_kubectls_query() -> None:
     options = exec_options(query)
     assert options == ExecOptions("main", ("sh", "-c", "echo $$"), True, True, True, False)
     assert node_query(options) == [
-        ("stdin", "1"),
-        ("stdout", "1"),
-        ("stderr", "1"),
+        ("input", "1"),
+        ("output", "1"),
+        ("error", "1"),
         ("command", "sh"),
         ("command", "-c"),
         ("command", "echo $$"),
@@ -105,22 +105,22 @@ def test_exec_options_from_kubectls_query() -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ({"stdout": "1"}, StreamOptions(False, True, False, False)),
-        ({"stdin": "1", "stderr": "1"}, StreamOptions(True, False, True, False)),
+        ({"output": "1"}, StreamOptions(False, True, False, False)),
+        ({"input": "1", "error": "1"}, StreamOptions(True, False, True, False)),
         # a terminal merges stderr into stdout (kubelet's NewOptions)
         (
-            {"stdin": "1", "stdout": "1", "stderr": "1", "tty": "1"},
+            {"input": "1", "output": "1", "error": "1", "tty": "1"},
             StreamOptions(True, True, False, True),
         ),
         # the node's query uses 1; anything else is false there
-        ({"stdout": "true", "stderr": "1"}, StreamOptions(False, False, True, False)),
+        ({"output": "true", "error": "1"}, StreamOptions(False, False, True, False)),
     ],
 )
 def test_stream_options(query: dict[str, str], expected: StreamOptions) -> None:
     assert stream_options(query.items()) == expected
 
 
-@pytest.mark.parametrize("query", [{}, {"tty": "1"}, {"stderr": "1", "tty": "1"}])
+@pytest.mark.parametrize("query", [{}, {"tty": "1"}, {"error": "1", "tty": "1"}])
 def test_stream_options_need_a_stream(query: dict[str, str]) -> None:
     with pytest.raises(ValueError, match="you must specify at least 1 of stdin, stdout, stderr"):
         stream_options(query.items())

@@ -157,9 +157,9 @@ async def test_exec_is_proxied_with_the_nodes_credentials(
     [seen] = fake_agent.seen
     assert seen["path"] == f"/exec/default/p/{p['metadata']['uid']}/main"
     assert seen["query"] == [
-        ("stdin", "1"),
-        ("stdout", "1"),
-        ("stderr", "1"),
+        ("input", "1"),
+        ("output", "1"),
+        ("error", "1"),
         ("command", "sh"),
         ("command", "-c"),
         ("command", "echo hi"),
@@ -273,7 +273,7 @@ async def test_attach_goes_the_same_way(
         assert [bytes(m.data) async for m in ws] == [b"\x01bye"]
     [seen] = fake_agent.seen
     assert seen["path"].startswith("/attach/default/p/")
-    assert seen["query"] == [("stdin", "1"), ("stdout", "1")]
+    assert seen["query"] == [("input", "1"), ("output", "1")]
 
 
 async def test_discovery_lists_pods_exec_and_attach(

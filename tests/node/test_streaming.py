@@ -24,7 +24,7 @@ import psutil
 import pytest
 from aiohttp import web
 
-from inplace.api.remotecommand import exit_status, internal_error_status
+from inplace.api.remotecommand import NODE_STREAM_PARAMS, exit_status, internal_error_status
 from inplace.node import spdy
 from inplace.node.cgroups import V1Driver
 from inplace.node.execproc import ExecTarget
@@ -68,7 +68,10 @@ async def agent(v1_driver: V1Driver, exec_container: ExecTarget) -> AsyncIterato
 
 
 def exec_path(command: list[str], container: str = "main", **flags: str) -> str:
-    query = [*flags.items(), *(("command", c) for c in command)]
+    """A kubelet exec path; ``flags`` by stream name (``stdout="1"``), sent under the
+    parameter names upstream's API server uses (``output=1``)."""
+    names = dict(NODE_STREAM_PARAMS)
+    query = [*((names[k], v) for k, v in flags.items()), *(("command", c) for c in command)]
     return f"/exec/default/p/uid-1/{container}?{urlencode(query)}"
 
 
@@ -152,7 +155,7 @@ async def test_refusals_are_kubelets(agent: Agent) -> None:
         assert "v4.channel.k8s.io" in headers["X-Accepted-Stream-Protocol-Versions"]
         # before any upgrade, for every protocol but version 5
         for path, expected in (
-            ("/exec/default/gone/uid-1/main?stdout=1&command=true", (404, "pod does not exist")),
+            ("/exec/default/gone/uid-1/main?output=1&command=true", (404, "pod does not exist")),
             (exec_path(["true"], "stopped", stdout="1"), (500, 'container not found ("stopped")')),
         ):
             assert (
@@ -322,7 +325,7 @@ async def test_attach_streams_the_containers_output_until_it_exits(
     log.write_bytes(b"before attaching\n")
     async with asyncio.timeout(GUARD), aiohttp.ClientSession() as session:
         ws = await session.ws_connect(
-            agent.url + "/attach/default/p/uid-1/main?stdin=1&stdout=1&stderr=1",
+            agent.url + "/attach/default/p/uid-1/main?input=1&output=1&error=1",
             protocols=("v5.channel.k8s.io",),
             headers=AUTH,
         )

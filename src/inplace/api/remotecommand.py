@@ -33,6 +33,7 @@ from typing import Any, Final
 
 __all__ = [
     "ERROR",
+    "NODE_STREAM_PARAMS",
     "RESIZE",
     "SPDY_PROTOCOLS",
     "STDERR",
@@ -166,13 +167,24 @@ def exec_options(items: Iterable[tuple[str, str]]) -> ExecOptions:
     )
 
 
+NODE_STREAM_PARAMS = (
+    ("stdin", "input"),
+    ("stdout", "output"),
+    ("stderr", "error"),
+    ("tty", "tty"),
+)
+"""Each stream flag and the query parameter a kubelet reads it from (upstream's API server
+sends these, whatever the client's own parameters were)."""
+
+
 def node_query(options: ExecOptions) -> list[tuple[str, str]]:
-    """The query the API server sends the node, as upstream's ``streamParams`` writes it
-    (flags as ``1``; the container is in the path)."""
+    """The query the API server sends the node, as upstream's ``streamParams`` writes it:
+    kubelet's parameter names (``input``, ``output``, ``error``, ``tty``: k8s.io/api's
+    ``ExecStdinParam`` …), flags as ``1``, the container in the path."""
     query: list[tuple[str, str]] = []
-    for flag in ("stdin", "stdout", "stderr", "tty"):
+    for flag, param in NODE_STREAM_PARAMS:
         if getattr(options, flag):
-            query.append((flag, "1"))
+            query.append((param, "1"))
     query += [("command", part) for part in options.command]
     return query
 
@@ -191,8 +203,8 @@ def stream_options(items: Iterable[tuple[str, str]]) -> StreamOptions:
     """Kubelet's ``NewOptions``: a terminal merges stderr into stdout; a session without
     any of the three standard streams is refused (ValueError with upstream's message)."""
     query = _query(items)
-    tty, stdin, stdout, stderr = (
-        (query.get(flag) or [""])[0] == "1" for flag in ("tty", "stdin", "stdout", "stderr")
+    stdin, stdout, stderr, tty = (
+        (query.get(param) or [""])[0] == "1" for _, param in NODE_STREAM_PARAMS
     )
     if tty and stderr:
         stderr = False
