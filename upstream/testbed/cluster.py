@@ -381,6 +381,17 @@ def _up(
         )
     for name, process in agents.items():
         _wait(plane, name, process, lambda name=name: _node_ready(admin, name))
+    if with_controller_manager:  # a pod is refused until its namespace's account exists
+        _wait(plane, "kube-controller-manager", started[0][1], lambda: _has_account(admin))
+
+
+def _has_account(kubeconfig: Path) -> bool:
+    out = subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", "get", "serviceaccount", "default"],
+        capture_output=True,
+        timeout=20,
+    )
+    return out.returncode == 0
 
 
 def _node_ready(kubeconfig: Path, name: str) -> bool:
@@ -431,19 +442,28 @@ def _stop(pid: int, grace: float) -> None:
 
 def _delete_workloads(plane: ControlPlane) -> None:
     """As `inplace down` does through the API: the workload kinds first (so none recreates
-    a pod), then every pod, which its agent stops; wait until they are gone."""
+    a pod), then every pod, which its agent stops; wait until the pods of the nodes whose
+    agent still runs are gone (a dead agent's pods stay Terminating, as a dead kubelet's)."""
     kubectl = ["kubectl", f"--kubeconfig={plane.kubeconfig}", "--request-timeout=20s"]
     kinds = "cronjobs,deployments,statefulsets,daemonsets,replicasets,jobs"
-    subprocess.run(
-        [*kubectl, "delete", kinds, "--all", "--all-namespaces", "--wait=false"],
-        capture_output=True,
-        timeout=60,
-    )
-    subprocess.run(
-        [*kubectl, "delete", "pods", "--all", "--all-namespaces", "--timeout=90s"],
-        capture_output=True,
-        timeout=120,
-    )
+    for what in (kinds, "pods"):
+        subprocess.run(
+            [*kubectl, "delete", what, "--all", "--all-namespaces", "--wait=false"],
+            capture_output=True,
+            timeout=60,
+        )
+    live = {name for name in plane.nodes if _alive(plane.pids.get(name, 0) or -1)}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        out = subprocess.run(
+            [*kubectl, "get", "pods", "-A", "-o", "jsonpath={.items[*].spec.nodeName}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if out.returncode == 0 and not live & set(out.stdout.split()):
+            return
+        time.sleep(0.5)
 
 
 def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:

@@ -1,0 +1,90 @@
+"""The test bed itself: the pinned release answers, inplace's agents are its Ready nodes with
+kubelet identities, and ``down`` leaves no process or cgroup behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import psutil
+
+from tests.poll import wait_until
+
+from .conftest import CGROUP_FS, Bed, down, start_bed, wait_running
+
+PINNED = re.search(
+    r"^\s*k8s\.io/kubernetes (v\S+)",
+    (Path(__file__).resolve().parents[2] / "upstream" / "go.mod").read_text(),
+    re.M,
+)
+
+
+def test_version_names_the_pinned_release(bed: Bed) -> None:
+    assert PINNED is not None
+    out = json.loads(bed.kubectl("version", "-o", "json").stdout)
+    assert out["serverVersion"]["gitVersion"] == PINNED.group(1) == bed.plane.version
+
+
+def test_two_inplace_nodes_ready_with_leases(bed: Bed) -> None:
+    nodes = json.loads(bed.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert sorted(n["metadata"]["name"] for n in nodes) == ["node-1", "node-2"]
+    for node in nodes:
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready[0]["status"] == "True"
+        assert node["status"]["allocatable"]["cpu"] == "2"
+        assert node["status"]["allocatable"]["memory"] == "2Gi"
+        lease = bed.get("lease", node["metadata"]["name"], "kube-node-lease")
+        assert lease["spec"]["holderIdentity"] == node["metadata"]["name"]
+        # the lease is owned by its Node, as the kubelet writes it
+        assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+
+
+def test_node_identity_is_judged_as_a_kubelet(bed: Bed) -> None:
+    """The Node authorizer and NodeRestriction see the agent as system:node:NAME."""
+    kubeconfig = bed.plane.directory / "nodes" / "node-1" / "kubeconfig.yaml"
+    as_node = ["--kubeconfig", str(kubeconfig)]
+    assert bed.kubectl(*as_node, "auth", "whoami", "-o", "json", check=False).returncode == 0
+    who = json.loads(bed.kubectl(*as_node, "auth", "whoami", "-o", "json").stdout)
+    assert who["status"]["userInfo"]["username"] == "system:node:node-1"
+    assert "system:nodes" in who["status"]["userInfo"]["groups"]
+    # NodeRestriction: a node may not modify another node
+    out = bed.kubectl(
+        *as_node, "label", "node", "node-2", "inplace.dev/probe=1", "--overwrite", check=False
+    )
+    assert out.returncode != 0
+    assert "forbidden" in out.stderr.lower()
+
+
+def test_down_leaves_no_process_or_cgroup(tmp_path: Path) -> None:
+    plane = start_bed(tmp_path / "bed", nodes=1, node_cpu="1", node_memory="1Gi")
+    bed = Bed(plane)
+    bed.apply(
+        """\
+apiVersion: v1
+kind: Pod
+metadata: {name: leftover}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "exec sleep 3600"]
+    resources: {limits: {cpu: 100m, memory: 32Mi}}
+"""
+    )
+    pod = wait_running(bed, "leftover")
+    workload = int(pod["status"]["containerStatuses"][0]["containerID"].split("://")[1])
+    started = dict(plane.pids)
+    assert down(plane.directory) == []
+    for name, pid in started.items():
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", name
+    wait_until(lambda: not psutil.pid_exists(workload), what="the workload gone")
+    for controller in ("memory", "cpu", "pids", "freezer"):
+        assert not (CGROUP_FS / controller / plane.cgroup_root).exists(), controller
+    assert not (plane.directory / "state.json").exists()
+    assert not any(
+        line.split()[4].startswith(str(plane.directory))
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+    )
+    assert os.path.isdir(plane.directory / "logs")  # the logs stay for a post-mortem
