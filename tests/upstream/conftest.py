@@ -71,7 +71,9 @@ class Bed:
         return list(json.loads(out.stdout)["items"])
 
 
-def start_bed(directory: Path, *, nodes: int, node_cpu: str, node_memory: str) -> ControlPlane:
+def start_bed(
+    directory: Path, *, nodes: int, node_cpu: str, node_memory: str, simulated: int = 0
+) -> ControlPlane:
     if shutil.which("kubectl") is None:
         pytest.fail("the upstream tests drive kubectl; put kubectl on PATH")
     if os.geteuid() != 0 or not (CGROUP_FS / "memory").is_dir():
@@ -80,7 +82,14 @@ def start_bed(directory: Path, *, nodes: int, node_cpu: str, node_memory: str) -
         binaries = build(log=False)
     except BuildError as exc:
         pytest.fail(f"cannot build the upstream control plane: {exc}")
-    return up(directory, nodes=nodes, node_cpu=node_cpu, node_memory=node_memory, binaries=binaries)
+    return up(
+        directory,
+        nodes=nodes,
+        node_cpu=node_cpu,
+        node_memory=node_memory,
+        simulated=simulated,
+        binaries=binaries,
+    )
 
 
 @pytest.fixture(scope="module")

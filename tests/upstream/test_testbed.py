@@ -57,9 +57,47 @@ def test_node_identity_is_judged_as_a_kubelet(bed: Bed) -> None:
     assert "forbidden" in out.stderr.lower()
 
 
-def test_down_leaves_no_process_or_cgroup(tmp_path: Path) -> None:
-    plane = start_bed(tmp_path / "bed", nodes=1, node_cpu="1", node_memory="1Gi")
+def test_simulated_nodes_join_and_down_leaves_no_process_or_cgroup(tmp_path: Path) -> None:
+    """An agent and two simulated nodes in one control plane; a pod the real scheduler puts on
+    a simulated node is resized there; then ``down`` leaves nothing behind."""
+    plane = start_bed(tmp_path / "bed", nodes=1, node_cpu="1", node_memory="1Gi", simulated=2)
     bed = Bed(plane)
+    names = json.loads(bed.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert sorted(n["metadata"]["name"] for n in names) == ["node-1", "sim-1", "sim-2"]
+    bed.apply(
+        """\
+apiVersion: v1
+kind: Pod
+metadata: {name: modelled}
+spec:
+  nodeSelector: {inplace.dev/simulated: "true"}
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    resources: {requests: {cpu: 100m, memory: 32Mi}}
+"""
+    )
+    assert wait_running(bed, "modelled")["spec"]["nodeName"].startswith("sim-")
+    bed.kubectl(
+        "patch",
+        "pod",
+        "modelled",
+        "--subresource",
+        "resize",
+        "-p",
+        '{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"300m"}}}]}}',
+    )
+    wait_until(
+        lambda: (
+            bed.get("pod", "modelled")["status"]["containerStatuses"][0]
+            .get("resources", {})
+            .get("requests", {})
+            .get("cpu")
+            == "300m"
+        ),
+        what="the simulated node applied the resize",
+    )
     bed.apply(
         """\
 apiVersion: v1

@@ -1,4 +1,5 @@
-"""``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M] | down DIR``."""
+"""``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M --simulated N]
+| down DIR``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--nodes", type=int, default=1)
     start.add_argument("--node-cpu", default="2")
     start.add_argument("--node-memory", default="2Gi")
+    start.add_argument(
+        "--simulated", type=int, default=0, metavar="N", help="also N simulated nodes"
+    )
     stop = commands.add_parser("down", help="delete the workloads and stop the test bed in DIR")
     stop.add_argument("directory", type=Path)
     args = parser.parse_args(argv)
@@ -33,10 +37,12 @@ def main(argv: list[str] | None = None) -> int:
                 nodes=args.nodes,
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
+                simulated=args.simulated,
             )
             print(
                 f"upstream: {plane.version} control plane on {plane.server} with "
-                f"{len(plane.nodes)} inplace node(s) Ready in {time.monotonic() - started:.1f} s\n"
+                f"{len(plane.nodes)} inplace node(s) and {len(plane.simulated)} simulated "
+                f"Ready in {time.monotonic() - started:.1f} s\n"
                 f"  export KUBECONFIG={plane.kubeconfig}\n"
                 f"  logs: {plane.directory / 'logs'}\n"
                 f"  stop: scripts/upstream down {plane.directory}"

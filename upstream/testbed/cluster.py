@@ -58,7 +58,10 @@ class ControlPlane:
     api_port: int
     version: str
     nodes: list[str]
+    """The agents' nodes (``node-1`` …), each a process with a kubelet's identity."""
     cgroup_root: str
+    simulated: list[str] = field(default_factory=list)
+    """Simulated nodes (``sim-1`` …), all served by one ``simulator`` process."""
     pids: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -78,6 +81,7 @@ class ControlPlane:
             "version": self.version,
             "nodes": self.nodes,
             "cgroup_root": self.cgroup_root,
+            "simulated": self.simulated,
             "pids": self.pids,
         }
         (self.directory / "state.json").write_text(json.dumps(state, indent=2))
@@ -174,10 +178,12 @@ def up(
     binaries: Binaries | None = None,
     controller_manager: bool = True,
     scheduler: bool = True,
+    simulated: int = 0,
 ) -> ControlPlane:
-    """Start the control plane and ``nodes`` agents in ``directory``; return once every node
-    is Ready. A failure stops whatever had started. A benchmark may leave out the controller
-    manager or the scheduler (the API alone, or the scheduler without controllers)."""
+    """Start the control plane, ``nodes`` agents and ``simulated`` simulated nodes (of the same
+    size) in ``directory``; return once every node is Ready. A failure stops whatever had
+    started. A benchmark may leave out the controller manager or the scheduler (the API
+    alone, or the scheduler without controllers)."""
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise UpError(f"{directory} holds a test bed already; `scripts/upstream down` it first")
@@ -189,6 +195,7 @@ def up(
         version=binaries.kubernetes,
         nodes=[f"node-{i}" for i in range(1, nodes + 1)],
         cgroup_root=_cgroup_root(directory),
+        simulated=[f"sim-{i}" for i in range(1, simulated + 1)],
     )
     plane.save()
     try:
@@ -379,8 +386,29 @@ def _up(
                 "--admit-without-scheduler",
             ],
         )
+    if plane.simulated:
+        # One process serves every simulated node, so it is no kubelet to the Node
+        # authorizer (which ties one identity to one node): it writes as the admin.
+        agents["simulator"] = _start(
+            plane,
+            "simulator",
+            [
+                sys.executable,
+                "-m",
+                "inplace",
+                "node",
+                f"--kubeconfig={admin}",
+                "--node-name=sim",
+                f"--simulated={len(plane.simulated)}",
+                f"--cpu={node_cpu}",
+                f"--memory={node_memory}",
+                f"--data-dir={plane.directory / 'nodes' / 'simulator'}",
+                "--admit-without-scheduler",
+            ],
+        )
     for name, process in agents.items():
-        _wait(plane, name, process, lambda name=name: _node_ready(admin, name))
+        names = plane.simulated if name == "simulator" else [name]
+        _wait(plane, name, process, lambda names=names: _nodes_ready(admin, names))
     if with_controller_manager:  # a pod is refused until its namespace's account exists
         _wait(plane, "kube-controller-manager", started[0][1], lambda: _has_account(admin))
 
@@ -394,22 +422,31 @@ def _has_account(kubeconfig: Path) -> bool:
     return out.returncode == 0
 
 
-def _node_ready(kubeconfig: Path, name: str) -> bool:
+def _nodes_ready(kubeconfig: Path, names: list[str]) -> bool:
     out = subprocess.run(
-        [
-            "kubectl",
-            f"--kubeconfig={kubeconfig}",
-            "get",
-            "node",
-            name,
-            "-o",
-            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-        ],
+        ["kubectl", f"--kubeconfig={kubeconfig}", "get", "nodes", "-o", "json"],
         capture_output=True,
         text=True,
+        timeout=60,
+    )
+    ready = {
+        node["metadata"]["name"]
+        for node in json.loads(out.stdout or '{"items": []}')["items"]
+        if any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in node["status"].get("conditions") or ()
+        )
+    }
+    return ready >= set(names)
+
+
+def _has_account(kubeconfig: Path) -> bool:
+    out = subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", "get", "serviceaccount", "default"],
+        capture_output=True,
         timeout=20,
     )
-    return out.stdout.strip() == "True"
+    return out.returncode == 0
 
 
 def _alive(pid: int) -> bool:
@@ -478,7 +515,8 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     if delete_workloads and _alive(plane.pids.get("kube-apiserver", 0) or -1):
         with contextlib.suppress(subprocess.SubprocessError, OSError):
             _delete_workloads(plane)
-    order = [*plane.nodes, "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+    order = [*plane.nodes, "simulator"]
+    order += ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
     for name in order:
         pid = plane.pids.get(name)
         if pid:
@@ -490,5 +528,6 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     unmount_under(directory)
     leftovers = [str(top) for top in cluster_cgroups(plane.cgroup_root)]
     leftovers += [f"pid {pid} ({name})" for name, pid in plane.pids.items() if _alive(pid)]
-    (directory / "state.json").rename(directory / "state.down.json")
+    with contextlib.suppress(FileNotFoundError):  # a concurrent down got there first
+        (directory / "state.json").rename(directory / "state.down.json")
     return leftovers
