@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -72,145 +73,168 @@ def report(name: str, samples: list[float], *, target_ms: float | None = None) -
     print(line, flush=True)
 
 
+def start_apiserver(tmp: str) -> tuple[subprocess.Popen[bytes], str, ssl.SSLContext, str]:
+    """A real `inplace apiserver` process on the fresh data dir ``tmp``: (process, base URL,
+    TLS context trusting its CA, admin bearer token). The caller terminates the process."""
+    data = DataDir(Path(tmp))
+    port = pick_port("127.0.0.1", 0)
+    prepare(data, host="127.0.0.1", port=port)
+    from inplace.apiserver.auth import TokenFile
+
+    token = TokenFile(data.tokens).token_for("admin", ("system:masters",))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inplace", "apiserver", "--data-dir", tmp, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    context = ssl.create_default_context(cafile=str(data.pki / "ca.crt"))
+    return server, f"https://127.0.0.1:{port}", context, token
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="inplace-bench-") as tmp:
-        data = DataDir(Path(tmp))
-        port = pick_port("127.0.0.1", 0)
-        kubeconfigs = prepare(data, host="127.0.0.1", port=port)
-        del kubeconfigs
-        from inplace.apiserver.auth import TokenFile
-
-        token = TokenFile(data.tokens).token_for("admin", ("system:masters",))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "inplace", "apiserver", "--data-dir", tmp, "--port", str(port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        server, base, context, token = start_apiserver(tmp)
+        headers = {"Authorization": f"Bearer {token}"}
+        connector = aiohttp.TCPConnector(ssl=context, limit=200)
         try:
-            await bench(args, f"https://127.0.0.1:{port}", token, data)
+            async with aiohttp.ClientSession(base, headers=headers, connector=connector) as session:
+                await bench(args, session)
         finally:
             server.terminate()
             server.wait(30)
 
 
-async def bench(args: argparse.Namespace, base: str, token: str, data: DataDir) -> None:
-    context = ssl.create_default_context(cafile=str(data.pki / "ca.crt"))
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    connector = aiohttp.TCPConnector(ssl=context, limit=200)
-    async with aiohttp.ClientSession(base, headers=headers, connector=connector) as session:
-        for _ in range(300):
-            try:
-                async with session.get("/readyz") as r:
-                    if r.status == 200:
-                        break
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
+async def bench(args: argparse.Namespace, session: aiohttp.ClientSession) -> dict[str, Any]:
+    """The load on one API server through ``session`` (its base URL, TLS context and
+    credentials set by the caller); prints each figure and returns the samples (seconds)."""
+    results: dict[str, Any] = {}
+    json_body = {"Content-Type": "application/json"}
+    for _ in range(300):
+        try:
+            async with session.get("/readyz") as r:
+                if r.status == 200:
+                    break
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.1)
 
-        async def timed(method: str, path: str, **kw: object) -> float:
-            started = time.perf_counter()
-            async with session.request(method, path, **kw) as r:  # type: ignore[arg-type]
-                await r.read()
-                if r.status >= 300:
-                    raise RuntimeError(f"{method} {path}: {r.status}")
-            return time.perf_counter() - started
-
-        baseline = [await timed("GET", "/version") for _ in range(300)]
-        report("baseline GET /version", baseline)
-
-        sem = asyncio.Semaphore(50)
-        create_lat: list[float] = []
-
-        async def create(i: int) -> None:
-            async with sem:
-                create_lat.append(
-                    await timed(
-                        "POST", "/api/v1/namespaces/default/pods", data=orjson.dumps(pod(i))
-                    )
-                )
-
+    async def timed(method: str, path: str, **kw: object) -> float:
         started = time.perf_counter()
-        await asyncio.gather(*(create(i) for i in range(args.pods)))
-        elapsed = time.perf_counter() - started
-        print(f"created {args.pods} pods in {elapsed:.1f}s: {args.pods / elapsed:.0f} creates/s")
-        report("create (50 concurrent)", create_lat)
+        async with session.request(method, path, **kw) as r:  # type: ignore[arg-type]
+            await r.read()
+            if r.status >= 300:
+                raise RuntimeError(f"{method} {path}: {r.status}")
+        return time.perf_counter() - started
 
-        gets = [
-            await timed("GET", f"/api/v1/namespaces/default/pods/pod-{i:05d}")
-            for i in range(0, args.pods, max(args.pods // 1000, 1))
-        ]
-        report("get", gets)
+    baseline = [await timed("GET", "/version") for _ in range(300)]
+    report("baseline GET /version", baseline)
 
-        lists = [await timed("GET", "/api/v1/namespaces/default/pods") for _ in range(5)]
-        report(f"list {args.pods} pods (JSON)", lists, target_ms=1000)
-        tables = [
-            await timed(
-                "GET",
-                "/api/v1/namespaces/default/pods",
-                headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
-            )
-            for _ in range(3)
-        ]
-        report(f"list {args.pods} pods (Table)", tables)
+    sem = asyncio.Semaphore(50)
+    create_lat: list[float] = []
 
-        # Watchers, then paced patches; delivery = receipt time - patch send time.
-        sent: dict[int, float] = {}
-        delivered: list[float] = []
-        async with session.get("/api/v1/namespaces/default/pods?limit=1") as r:
-            rv = (await r.json())["metadata"]["resourceVersion"]
-
-        async def watcher() -> None:
-            async with session.get(
-                f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}",
-                timeout=aiohttp.ClientTimeout(total=None),
-            ) as r:
-                async for line in r.content:
-                    now = time.perf_counter()
-                    match = SEQ.search(line)
-                    if match:
-                        seq = int(match.group(1))
-                        if seq in sent:
-                            delivered.append(now - sent[seq])
-
-        watchers = [asyncio.create_task(watcher()) for _ in range(args.watchers)]
-        await asyncio.sleep(1.0)
-        patch_lat: list[float] = []
-        total = args.rate * args.seconds
-        interval = 1.0 / args.rate
-        tasks = []
-        begin = time.perf_counter()
-
-        async def patch(seq: int) -> None:
-            body = orjson.dumps({"metadata": {"labels": {"bench-seq": str(seq)}}})
-            sent[seq] = time.perf_counter()
-            patch_lat.append(
+    async def create(i: int) -> None:
+        async with sem:
+            create_lat.append(
                 await timed(
-                    "PATCH",
-                    f"/api/v1/namespaces/default/pods/pod-{seq % args.pods:05d}",
-                    data=body,
-                    headers={"Content-Type": "application/merge-patch+json"},
+                    "POST",
+                    "/api/v1/namespaces/default/pods",
+                    data=orjson.dumps(pod(i)),
+                    headers=json_body,
                 )
             )
 
-        for seq in range(total):
-            target = begin + seq * interval
-            delay = target - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(patch(seq)))
-        await asyncio.gather(*tasks)
-        achieved = total / (time.perf_counter() - begin)
-        await asyncio.sleep(2.0)
-        for task in watchers:
-            task.cancel()
-        print(
-            f"patched at {achieved:.0f} writes/s with {args.pods} pods stored and "
-            f"{args.watchers} watchers"
+    started = time.perf_counter()
+    await asyncio.gather(*(create(i) for i in range(args.pods)))
+    elapsed = time.perf_counter() - started
+    print(f"created {args.pods} pods in {elapsed:.1f}s: {args.pods / elapsed:.0f} creates/s")
+    report("create (50 concurrent)", create_lat)
+    results["creates_per_s"] = args.pods / elapsed
+    results["create"] = create_lat
+
+    gets = [
+        await timed("GET", f"/api/v1/namespaces/default/pods/pod-{i:05d}")
+        for i in range(0, args.pods, max(args.pods // 1000, 1))
+    ]
+    report("get", gets)
+    results["get"] = gets
+
+    lists = [await timed("GET", "/api/v1/namespaces/default/pods") for _ in range(5)]
+    report(f"list {args.pods} pods (JSON)", lists, target_ms=1000)
+    async with session.get("/api/v1/namespaces/default/pods") as r:
+        results["list_bytes"] = len(await r.read())
+    results["list"] = lists
+    tables = [
+        await timed(
+            "GET",
+            "/api/v1/namespaces/default/pods",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
         )
-        report("patch (mutating)", patch_lat, target_ms=50)
-        report(f"watch delivery ({args.watchers} watchers)", delivered, target_ms=50)
-        expected = total * args.watchers
-        print(f"watch events delivered: {len(delivered)} of {expected}")
+        for _ in range(3)
+    ]
+    report(f"list {args.pods} pods (Table)", tables)
+    results["table"] = tables
+
+    # Watchers, then paced patches; delivery = receipt time - patch send time.
+    sent: dict[int, float] = {}
+    delivered: list[float] = []
+    async with session.get("/api/v1/namespaces/default/pods?limit=1") as r:
+        rv = (await r.json())["metadata"]["resourceVersion"]
+
+    async def watcher() -> None:
+        async with session.get(
+            f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}",
+            timeout=aiohttp.ClientTimeout(total=None),
+        ) as r:
+            async for line in r.content:
+                now = time.perf_counter()
+                match = SEQ.search(line)
+                if match:
+                    seq = int(match.group(1))
+                    if seq in sent:
+                        delivered.append(now - sent[seq])
+
+    watchers = [asyncio.create_task(watcher()) for _ in range(args.watchers)]
+    await asyncio.sleep(1.0)
+    patch_lat: list[float] = []
+    total = args.rate * args.seconds
+    interval = 1.0 / args.rate
+    tasks = []
+    begin = time.perf_counter()
+
+    async def patch(seq: int) -> None:
+        body = orjson.dumps({"metadata": {"labels": {"bench-seq": str(seq)}}})
+        sent[seq] = time.perf_counter()
+        patch_lat.append(
+            await timed(
+                "PATCH",
+                f"/api/v1/namespaces/default/pods/pod-{seq % args.pods:05d}",
+                data=body,
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+        )
+
+    for seq in range(total):
+        target = begin + seq * interval
+        delay = target - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(patch(seq)))
+    await asyncio.gather(*tasks)
+    achieved = total / (time.perf_counter() - begin)
+    await asyncio.sleep(2.0)
+    for task in watchers:
+        task.cancel()
+    print(
+        f"patched at {achieved:.0f} writes/s with {args.pods} pods stored and "
+        f"{args.watchers} watchers"
+    )
+    report("patch (mutating)", patch_lat, target_ms=50)
+    report(f"watch delivery ({args.watchers} watchers)", delivered, target_ms=50)
+    expected = total * args.watchers
+    print(f"watch events delivered: {len(delivered)} of {expected}")
+    results.update(patch=patch_lat, delivery=delivered, delivered=len(delivered), expected=expected)
+    results["patches_per_s"] = achieved
+    return results
 
 
 def main() -> None:

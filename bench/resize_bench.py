@@ -36,9 +36,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from inplace.cli.paths import DataDir
+from inplace.cli.up import cgroup_root_of
 from inplace.client import PODS, Client, load_kubeconfig
 
 SIZES = [
@@ -240,6 +243,52 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class UpFailed(RuntimeError):
+    """`inplace up` exited or was not ready in time; the message is its log."""
+
+
+@contextlib.contextmanager
+def inplace_up(
+    *flags: str, nodes: int = 1, node_cpu: str = "2", node_memory: str = "4Gi"
+) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
+    """A real `inplace up` on a scratch data dir, ready: yields (data dir, its process). On
+    exit `inplace down` deletes its workloads, stops it and removes its cgroups."""
+    tmp = Path(tempfile.mkdtemp(prefix="resize-bench-"))
+    data = tmp / "data"
+    argv = [sys.executable, "-m", "inplace", "up", "--data-dir", str(data)]
+    argv += ["--port", str(free_port()), "--nodes", str(nodes)]
+    argv += ["--node-cpu", node_cpu, "--node-memory", node_memory, *flags]
+    log = open(tmp / "up.log", "wb")  # noqa: SIM115
+    up = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while b"ready in" not in (tmp / "up.log").read_bytes():
+            if up.poll() is not None or time.monotonic() > deadline:
+                raise UpFailed((tmp / "up.log").read_text())
+            time.sleep(0.1)
+        yield data, up
+    finally:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            subprocess.run(
+                [sys.executable, "-m", "inplace", "down", "--data-dir", str(data)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=180,
+            )
+        if up.poll() is None:
+            up.send_signal(signal.SIGTERM)
+            try:
+                up.wait(30)
+            except subprocess.TimeoutExpired:
+                up.kill()
+                up.wait()
+        log.close()
+        left = list(Path("/sys/fs/cgroup").glob(f"*/{cgroup_root_of(DataDir(data))}"))
+        if left:
+            print(f"inplace down left cgroups behind: {left}", file=sys.stderr)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pods", type=int, default=50)
@@ -255,50 +304,14 @@ def main() -> int:
     if os.geteuid() != 0:
         print("resize_bench needs root (real cgroup limits)", file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="resize-bench-"))
-    data = tmp / "data"
-    port = free_port()
-    log = open(tmp / "up.log", "wb")  # noqa: SIM115
-    up = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "inplace",
-            "up",
-            "--data-dir",
-            str(data),
-            "--port",
-            str(port),
-            "--nodes",
-            "1",
-            "--node-cpu",
-            "2",
-            "--node-memory",
-            "4Gi",
-            *(["--no-scheduler"] if args.no_scheduler else []),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     try:
-        deadline = time.monotonic() + 60
-        while b"ready in" not in (tmp / "up.log").read_bytes():
-            if up.poll() is not None or time.monotonic() > deadline:
-                print((tmp / "up.log").read_text(), file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        result = asyncio.run(
-            bench(data / "kubeconfig.yaml", args.pods, args.resizes, args.restarts)
-        )
-    finally:
-        up.send_signal(signal.SIGTERM)
-        try:
-            up.wait(30)
-        except subprocess.TimeoutExpired:
-            up.kill()
-        log.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        with inplace_up(*(["--no-scheduler"] if args.no_scheduler else [])) as (data, _):
+            result = asyncio.run(
+                bench(data / "kubeconfig.yaml", args.pods, args.resizes, args.restarts)
+            )
+    except UpFailed as exc:
+        print(exc, file=sys.stderr)
+        return 1
 
     cg, st, rs, seen = result["cgroup"], result["status"], result["restart"], result["seen"]
     print(

@@ -117,24 +117,41 @@ async def watch_pods(
     target: int,
     finished: asyncio.Event,
 ) -> None:
-    """Record when each pod first satisfies ``predicate``; set ``finished`` at ``target``."""
-    url = f"/api/v1/namespaces/{namespace}/pods?watch=1&resourceVersion={rv}"
-    async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as r:
-        buf = b""
-        async for chunk in r.content.iter_any():
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            now = time.perf_counter()
-            for line in lines:
-                if not line.strip():
-                    continue
-                obj = orjson.loads(line)["object"]
-                name = obj["metadata"]["name"]
-                if name not in done and predicate(obj):
-                    done[name] = now
-                    if len(done) >= target:
-                        finished.set()
-                        return
+    """Record when each pod first satisfies ``predicate``; set ``finished`` at ``target``.
+    A watch the server ends (kube-apiserver closes one that does not keep up) is opened again
+    from the last resourceVersion seen; one too old to resume (410) is replaced by a LIST."""
+    while True:
+        url = f"/api/v1/namespaces/{namespace}/pods?watch=1&resourceVersion={rv}"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as r:
+            buf, gone = b"", False
+            async for chunk in r.content.iter_any():
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                now = time.perf_counter()
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    event = orjson.loads(line)
+                    obj = event["object"]
+                    if event["type"] == "ERROR":
+                        async with session.get(f"/api/v1/namespaces/{namespace}/pods") as listed:
+                            listing = orjson.loads(await listed.read())
+                        objs, rv = listing["items"], listing["metadata"]["resourceVersion"]
+                        now = time.perf_counter()
+                    else:
+                        objs, rv = [obj], obj["metadata"]["resourceVersion"]
+                    for obj in objs:
+                        name = obj["metadata"]["name"]
+                        if name not in done and predicate(obj):
+                            done[name] = now
+                            if len(done) >= target:
+                                finished.set()
+                                return
+                    if event["type"] == "ERROR":
+                        gone = True
+                        break
+                if gone:
+                    break
 
 
 def cpu_seconds(pid: int) -> float:
@@ -175,6 +192,59 @@ async def wait_http(session: aiohttp.ClientSession, url: str, timeout: float = 1
     raise RuntimeError(f"{url} not ready after {timeout}s")
 
 
+def scheduler_argv(kubeconfig: Path, metrics_port: int) -> list[str]:
+    """inplace's scheduler as its own process, its health and metrics on ``metrics_port``."""
+    return [
+        sys.executable,
+        "-m",
+        "inplace.scheduler",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--metrics-port",
+        str(metrics_port),
+        "--log-level",
+        "WARNING",
+    ]
+
+
+async def create_nodes(api: API, nodes: int) -> float:
+    """Create the simulated Node objects; returns the elapsed seconds."""
+    return await api.many([("POST", "/api/v1/nodes", make_node(i), "") for i in range(nodes)])
+
+
+async def place(api: API, pods: int, namespace: str = "default") -> dict[str, Any]:
+    """Create ``pods`` pods (CONCURRENCY in flight) while a watcher records when each is first
+    seen bound. Returns ``elapsed`` (first create → last pod seen bound), ``create_s`` (the
+    creates alone) and ``latency``: per pod, its create sent → seen bound (seconds)."""
+    listing = await api.call("GET", f"/api/v1/namespaces/{namespace}/pods?limit=1")
+    rv = listing["metadata"]["resourceVersion"]
+    bound: dict[str, float] = {}
+    finished = asyncio.Event()
+    watcher = asyncio.create_task(
+        watch_pods(api.session, namespace, rv, bound, is_bound, pods, finished)
+    )
+    await asyncio.sleep(0.5)
+    sent: dict[str, float] = {}
+    todo = iter(range(pods))
+
+    async def worker() -> None:
+        for i in todo:
+            body = make_pod(i, namespace)
+            sent[body["metadata"]["name"]] = time.perf_counter()
+            await api.call("POST", f"/api/v1/namespaces/{namespace}/pods", body)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    create_s = time.perf_counter() - started
+    await asyncio.wait_for(finished.wait(), 600)
+    await watcher
+    return {
+        "elapsed": max(bound.values()) - started,
+        "create_s": create_s,
+        "latency": [bound[name] - sent[name] for name in bound],
+    }
+
+
 async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="inplace-sched-bench-") as tmp:
@@ -199,9 +269,7 @@ async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
             ) as session:
                 api = API(session)
                 await wait_http(session, "/readyz")
-                t = await api.many(
-                    [("POST", "/api/v1/nodes", make_node(i), "") for i in range(nodes)]
-                )
+                t = await create_nodes(api, nodes)
                 print(f"  created {nodes} nodes in {t:.1f}s", flush=True)
                 await api.call(
                     "POST",
@@ -228,17 +296,7 @@ async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
                 )
 
                 metrics_port = pick_port("127.0.0.1", 0)
-                argv = [
-                    sys.executable,
-                    "-m",
-                    "inplace.scheduler",
-                    "--kubeconfig",
-                    str(kubeconfigs["scheduler"]),
-                    "--metrics-port",
-                    str(metrics_port),
-                    "--log-level",
-                    "WARNING",
-                ]
+                argv = scheduler_argv(kubeconfigs["scheduler"], metrics_port)
                 if args.no_events:
                     argv.append("--no-scheduled-events")
                 prof = Path(tmp) / "scheduler.prof"
@@ -247,24 +305,9 @@ async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
                 scheduler = subprocess.Popen(argv, stdout=sys.stdout, stderr=sys.stderr)
                 await wait_http(session, f"http://127.0.0.1:{metrics_port}/healthz")
 
-                listing = await api.call("GET", "/api/v1/namespaces/default/pods?limit=1")
-                rv = listing["metadata"]["resourceVersion"]
-                bound: dict[str, float] = {}
-                finished = asyncio.Event()
-                watcher = asyncio.create_task(
-                    watch_pods(session, "default", rv, bound, is_bound, args.pods, finished)
-                )
-                await asyncio.sleep(0.5)
                 cpu0 = (cpu_seconds(server.pid), cpu_seconds(scheduler.pid), time.process_time())
-                started = time.perf_counter()
-                create_t = await api.many(
-                    [
-                        ("POST", "/api/v1/namespaces/default/pods", make_pod(i, "default"), "")
-                        for i in range(args.pods)
-                    ]
-                )
-                await asyncio.wait_for(finished.wait(), 600)
-                elapsed = max(bound.values()) - started
+                placed = await place(api, args.pods)
+                elapsed, create_t = placed["elapsed"], placed["create_s"]
                 cpu1 = (cpu_seconds(server.pid), cpu_seconds(scheduler.pid), time.process_time())
                 results["pods_per_s"] = args.pods / elapsed
                 sched_cpu = cpu1[1] - cpu0[1]
@@ -283,7 +326,6 @@ async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
                     f"on {os.cpu_count()} CPUs",
                     flush=True,
                 )
-                await watcher
 
                 # Resizes: report allocatedResources (as the agent would), then resize half.
                 k = args.pods // 2
