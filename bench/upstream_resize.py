@@ -1,0 +1,111 @@
+"""In-place resize side by side: inplace's node agent under inplace's API server and under
+kube-apiserver (the test bed), the measurements of ``bench/resize_bench.py``.
+
+The same agent (``inplace node``, real cgroup v1 limits, approving resizes on its own ledger
+as upstream's kubelet does) runs one node in two clusters, in turn:
+
+* **inplace**: ``inplace up --nodes 1 --no-scheduler`` (its API server, controller manager and
+  the agent; no arbiter), as ``resize_bench.py --no-scheduler`` runs it;
+* **upstream**: the test bed with one node and the whole control plane (etcd, kube-apiserver,
+  kube-controller-manager, kube-scheduler; the agent with ``--admit-without-scheduler``).
+
+On each, resize_bench.py's ``bench()``: ``--pods`` running pods (bound to node-1 by name),
+``--resizes`` resizes through ``pods/resize`` one after another, each timed from the PATCH
+returning to the new ``memory.limit_in_bytes`` in the container's cgroup and to a watch
+delivering ``containerStatuses[].resources`` with the new size; then ``--restarts`` times the
+restart path (delete, create, running) as the baseline.
+
+    python bench/upstream_resize.py [--pods 50] [--resizes 200] [--restarts 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from resize_bench import bench, inplace_up
+from upstream_common import Row, machine, pct, session, side_by_side, testbed, wait_service_account
+
+
+def inplace_side(args: argparse.Namespace) -> dict[str, Any]:
+    with inplace_up("--no-scheduler", "--no-dashboard") as (data, _):
+        return asyncio.run(bench(data / "kubeconfig.yaml", args.pods, args.resizes, args.restarts))
+
+
+def upstream_side(args: argparse.Namespace) -> dict[str, Any]:
+    with testbed(nodes=1, node_cpu="2", node_memory="4Gi") as plane:
+        print(f"  {plane.version} control plane, node-1 is inplace's agent", flush=True)
+
+        async def go() -> dict[str, Any]:
+            async with session(plane.kubeconfig) as http:
+                # kube-controller-manager makes it; pods are refused until it exists
+                await wait_service_account(http)
+            return await bench(plane.kubeconfig, args.pods, args.resizes, args.restarts)
+
+        return asyncio.run(go())
+
+
+def summary(name: str, result: dict[str, Any]) -> None:
+    cg, st, seen, rs = result["cgroup"], result["status"], result["seen"], result["restart"]
+    print(
+        f"  {name}: {len(cg)} resizes, to the cgroup p50 {pct(cg, 0.5):.1f} / p99 "
+        f"{pct(cg, 0.99):.1f} ms, to the status p50 {pct(st, 0.5):.1f} / p99 "
+        f"{pct(st, 0.99):.1f} ms; a watcher sees the resized spec p50 {pct(seen, 0.5):.1f} / "
+        f"p99 {pct(seen, 0.99):.1f} ms",
+        flush=True,
+    )
+    if rs:
+        print(
+            f"  {name}: restart path, {len(rs)} pods, p50 {pct(rs, 0.5):.0f} / p99 "
+            f"{pct(rs, 0.99):.0f} ms; machine now: {machine()}",
+            flush=True,
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--pods", type=int, default=50)
+    parser.add_argument("--resizes", type=int, default=200)
+    parser.add_argument("--restarts", type=int, default=10)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("upstream_resize needs root (real cgroup limits)", file=sys.stderr)
+        return 2
+    print(
+        f"machine: {machine()}; {args.pods} running pods, {args.resizes} resizes, "
+        f"{args.restarts} restarts",
+        flush=True,
+    )
+    results: dict[str, dict[str, Any]] = {}
+    for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+        print(f"\n== {name}", flush=True)
+        results[name] = side(args)
+        summary(name, results[name])
+    ours, theirs = results["inplace"], results["upstream"]
+
+    def both(label: str, key: str, q: float) -> Row:
+        return Row(label, pct(ours[key], q), pct(theirs[key], q), "ms")
+
+    rows = [
+        both("PATCH returned → cgroup file, p50", "cgroup", 0.5),
+        both("PATCH returned → cgroup file, p99", "cgroup", 0.99),
+        both("PATCH returned → status, p50", "status", 0.5),
+        both("PATCH returned → status, p99", "status", 0.99),
+        both("watch delivers the resized spec, p50", "seen", 0.5),
+        both("watch delivers the resized spec, p99", "seen", 0.99),
+    ]
+    if args.restarts:
+        rows += [both("restart path (baseline), p50", "restart", 0.5)]
+    side_by_side(
+        f"Resize: inplace's agent under inplace's API server vs under kube-apiserver, "
+        f"{args.pods} pods, {args.resizes} resizes",
+        rows,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
