@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import psutil
+
 from tests.poll import wait_until
 
 from .conftest import Bed, cgroup_file, condition, pid_of, status_of, wait_running
@@ -172,3 +174,112 @@ def test_resize_that_does_not_fit_now_is_deferred_until_room_appears(bed: Bed) -
         assert pid_of(hog) != pid
     finally:
         bed.kubectl("delete", "pod", "hog", "small", "--ignore-not-found", "--wait=false")
+
+
+HOG = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: hog-error}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node-2}
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: python
+    command:
+    - python3
+    - -c
+    - |
+      import os, time
+      b = bytearray(100 * 2**20)
+      for i in range(0, len(b), 4096):
+          b[i] = 1
+      print("allocated", flush=True)
+      time.sleep(3600)
+    resources:
+      requests: {cpu: 100m, memory: 200Mi}
+      limits: {cpu: 200m, memory: 200Mi}
+  - name: side
+    image: busybox
+    command: ["sh", "-c", "exec sleep 3600"]
+    resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 100m, memory: 32Mi}
+"""
+
+
+def test_memory_below_usage_is_an_error_and_restart_policy(bed: Bed) -> None:
+    """A limit under what the process uses is refused by the kernel: the process runs on,
+    ``PodResizeInProgress`` says ``Error`` for that generation; a ``RestartContainer`` policy
+    restarts exactly that container, with the kubelet's ``Killing`` message."""
+    bed.apply(HOG)
+    try:
+        pod = wait_running(bed, "hog-error")
+        wait_until(
+            lambda: "allocated" in bed.kubectl("logs", "hog-error", "-c", "main").stdout,
+            what="the hog allocated its memory",
+        )
+        main_pid, side_pid = pid_of(pod, "main"), pid_of(pod, "side")
+        squeeze = {
+            "name": "main",
+            "resources": {"requests": {"memory": "50Mi"}, "limits": {"memory": "50Mi"}},
+        }
+        bed.kubectl(
+            "patch", "pod", "hog-error", "--subresource", "resize",
+            "-p", json.dumps({"spec": {"containers": [squeeze]}}),
+        )  # fmt: skip
+
+        def errored() -> dict[str, Any] | None:
+            cond = condition(bed.get("pod", "hog-error"), "PodResizeInProgress")
+            return cond if cond and cond.get("reason") == "Error" else None
+
+        cond = dict(wait_until(errored, timeout=60, what="PodResizeInProgress reason Error"))
+        assert cond["observedGeneration"] == 2
+        assert psutil.Process(main_pid).is_running()
+        assert cgroup_file(main_pid, "memory", "memory.limit_in_bytes") == str(200 * 2**20)
+        wait_until(
+            lambda: "ResizeError" in [e["reason"] for e in bed.events_of("hog-error")],
+            what="ResizeError",
+        )
+
+        main_want = {
+            "requests": {"cpu": "100m", "memory": "200Mi"},
+            "limits": {"cpu": "200m", "memory": "200Mi"},
+        }
+        side_want = {
+            "requests": {"cpu": "100m", "memory": "48Mi"},
+            "limits": {"cpu": "100m", "memory": "48Mi"},
+        }
+        body = {
+            "spec": {
+                "containers": [
+                    {"name": "main", "resources": main_want},
+                    {"name": "side", "resources": side_want},
+                ]
+            }
+        }
+        bed.kubectl("patch", "pod", "hog-error", "--subresource", "resize", "-p", json.dumps(body))
+
+        def done() -> dict[str, Any] | None:
+            pod = bed.get("pod", "hog-error")
+            if condition(pod, "PodResizeInProgress") or condition(pod, "PodResizePending"):
+                return None
+            if status_of(pod, "side").get("resources") != side_want:
+                return None
+            if "running" not in status_of(pod, "side")["state"]:
+                return None
+            return pod
+
+        pod = dict(wait_until(done, timeout=60, what="both containers at their new size"))
+        assert pid_of(pod, "main") == main_pid
+        assert status_of(pod, "main")["restartCount"] == 0
+        assert status_of(pod, "side")["restartCount"] == 1
+        assert pid_of(pod, "side") != side_pid
+        assert cgroup_file(pid_of(pod, "side"), "memory", "memory.limit_in_bytes") == str(
+            48 * 2**20
+        )
+        killing = [e["message"] for e in bed.events_of("hog-error") if e["reason"] == "Killing"]
+        assert killing == ["Container side resize requires restart"]
+    finally:
+        bed.kubectl("delete", "pod", "hog-error", "--wait=false")
