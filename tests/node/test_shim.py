@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -111,6 +112,34 @@ def test_exec_applies_identity_capabilities_and_seccomp(tmp_path: Path) -> None:
     assert int(status["CapBnd"], 16) == 1 | 1 << 10
     assert int(status["CapEff"], 16) == 0
     assert status["NoNewPrivs"].strip() == "1" and status["Seccomp"].strip() == "2"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs root")
+def test_exec_sets_home_as_runc_does(tmp_path: Path) -> None:
+    """HOME, unless the environment has one, from the passwd the process sees once in its
+    sandbox (here the host's): its user's home, ``/`` for a user without an entry."""
+    stranger = next(uid for uid in range(12345, 20000) if not _has_passwd_entry(uid))
+
+    def home(uid: int, env: dict[str, str]) -> str:
+        out = run_exec(
+            tmp_path, {**launch_for(uid, [], None), "env": env}, "sh", "-c", "echo $HOME"
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    path = {"PATH": "/usr/bin:/bin"}
+    assert home(0, path) == pwd.getpwuid(0).pw_dir
+    assert home(stranger, path) == "/"
+    assert home(stranger, {**path, "HOME": ""}) == "/"
+    assert home(stranger, {**path, "HOME": "/data"}) == "/data"
+
+
+def _has_passwd_entry(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")

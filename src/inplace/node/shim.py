@@ -24,7 +24,10 @@ mount namespace, change directory (as root first, again as the user if that was 
 load the seccomp filter early when ``no_new_privs`` is off (loading needs CAP_SYS_ADMIN then),
 drop the bounding set, keep capabilities across the uid change, set groups, gid and uid,
 set the effective/permitted/inheritable sets and the ambient set, set ``no_new_privs``, load
-the filter last when ``no_new_privs`` is on, then ``execve``.
+the filter last when ``no_new_privs`` is on, then ``execve``. Once in the mount namespace, as
+runc's ``prepareEnv`` does there, the environment gets ``HOME`` when it has none (or an empty
+one): the user's home in the ``/etc/passwd`` the container sees, ``/`` without an entry
+(:func:`prepare_env`); the process ``kubectl exec`` starts gets it the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 # -- the kernel's constants (linux/sched.h, linux/mount.h, linux/prctl.h, linux/capability.h) --
@@ -470,8 +473,50 @@ def load_seccomp(program: bytes) -> None:
     )
 
 
-def enter(launch: dict[str, Any]) -> None:
-    """Become the container's process (runc's order, see the module docstring)."""
+# -- the environment the runtime completes ----------------------------------------------------
+
+PASSWD_PATH = "/etc/passwd"
+DEFAULT_HOME = "/"
+"""runc's ``getUserHome`` default, for a user without a passwd entry (or no passwd at all)."""
+
+
+def _atoi(text: bytes) -> int:
+    """Go's ``strconv.Atoi`` with its error ignored (0), as moby/sys/user reads ids."""
+    digits = text[1:] if text[:1] in (b"+", b"-") else text
+    return int(text) if digits.isdigit() else 0
+
+
+def passwd_home(uid: int, path: str = PASSWD_PATH) -> str:
+    """runc's ``getUserHome`` (``libcontainer/env.go``): the home directory of the first entry
+    for ``uid`` in the passwd file at ``path``, read as moby/sys/user's ``LookupUid`` reads it
+    (the file itself, not NSS; a missing field is empty, an unparsable id 0), else ``/``."""
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                line = raw.strip()
+                if not line:
+                    continue
+                fields = line.split(b":")
+                if (_atoi(fields[2]) if len(fields) > 2 else 0) == uid:
+                    return os.fsdecode(fields[5]) if len(fields) > 5 else ""
+    except (OSError, ValueError):
+        pass
+    return DEFAULT_HOME
+
+
+def prepare_env(env: Mapping[str, str], uid: int, passwd: str = PASSWD_PATH) -> dict[str, str]:
+    """runc's ``prepareEnv`` for ``HOME``: a non-empty one is kept (the pod's ``env`` wins),
+    an empty or missing one becomes :func:`passwd_home` of ``uid``."""
+    out = dict(env)
+    if not out.get("HOME"):
+        out["HOME"] = passwd_home(uid, passwd)
+    return out
+
+
+def enter(launch: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """Become the container's process (runc's order, see the module docstring); the
+    environment to ``execve`` with: ``env`` completed by :func:`prepare_env` inside the
+    sandbox, before the user changes (runc's ``finalizeNamespace``)."""
     seccomp = read_seccomp(launch["seccomp"]) if launch.get("seccomp") else None
     namespace = launch.get("mount_namespace")
     if namespace:
@@ -489,6 +534,7 @@ def enter(launch: dict[str, Any]) -> None:
     except OSError as exc:
         raise SetupError(f"chdir to cwd ({cwd!r}) failed: {exc.strerror}") from None
     identity = launch.get("user")
+    env = prepare_env(env, int(identity["uid"]) if identity is not None else os.getuid())
     no_new_privs = bool(launch.get("no_new_privs"))
     if seccomp and not no_new_privs:
         load_seccomp(seccomp)
@@ -518,6 +564,7 @@ def enter(launch: dict[str, Any]) -> None:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
     if seccomp and no_new_privs:
         load_seccomp(seccomp)
+    return env
 
 
 def read_launch(path: str) -> dict[str, Any] | None:
@@ -530,16 +577,14 @@ def read_launch(path: str) -> dict[str, Any] | None:
 
 def run_exec(launch_path: str, argv: list[str]) -> int:
     launch = read_launch(launch_path) or {}
+    given = launch.get("env")
     try:
-        enter(launch)
+        env = enter(launch, given if given is not None else os.environ)
     except SetupError as exc:
         sys.stderr.write(f"{exc}\n")
         return 126
-    env = launch.get("env")
     try:
-        if env is not None:
-            os.execvpe(argv[0], argv, env)
-        os.execvp(argv[0], argv)
+        os.execvpe(argv[0], argv, env)
     except OSError as exc:
         sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
         return 126 if isinstance(exc, PermissionError) else 127
@@ -597,13 +642,15 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
                     f.write(old_adj)
             os.set_inheritable(err_w, False)
             if launch is not None:
-                try:
-                    enter(launch)
+                try:  # the launch's env, not ours: Python's locale coercion adds LC_CTYPE
+                    env = enter(launch, launch.get("env", os.environ))
                 except SetupError as exc:
                     code = 128
                     os.write(err_w, f"128 {exc}".encode())
                     os._exit(code)
-            os.execvp(argv[0], argv)
+            else:
+                env = prepare_env(os.environ, os.getuid())
+            os.execvpe(argv[0], argv, env)
         except BaseException as e:
             code = 126 if isinstance(e, PermissionError) else 127
             try:
