@@ -1,9 +1,11 @@
 """A container's environment as kubelet builds it: envFrom, env values with $(VAR)
-expansion, and every valueFrom, with kubelet's errors."""
+expansion, and every valueFrom, with kubelet's errors; then what the runtime adds: containerd's
+PATH and HOSTNAME, runc's HOME from the passwd the container sees."""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,10 @@ from inplace.node.env import (
     container_env,
     expand,
     kubernetes_service_env,
+    pod_hostname,
+    runtime_env,
 )
+from inplace.node.shim import passwd_home, prepare_env
 
 
 class Objects:
@@ -78,7 +83,7 @@ async def env_of(c: dict[str, Any], objects: Objects | None = OBJECTS) -> dict[s
         node_allocatable=ALLOCATABLE,
         addresses=PodAddresses(["10.0.0.2"], ["10.0.0.3", "fd00::3"]),
     )
-    return {k: v for k, v in result.items() if k not in ("PATH", "HOSTNAME")}
+    return result
 
 
 async def env_error(c: dict[str, Any], objects: Objects | None = OBJECTS) -> str:
@@ -235,8 +240,7 @@ async def test_lenient_skips_what_does_not_resolve() -> None:
     env = await container_env(
         pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE, lenient=True
     )
-    assert env["A"] == "1" and "B" not in env
-    assert env["HOSTNAME"] == "web" and env["PATH"].startswith("/usr/local/sbin")
+    assert env == {"A": "1"}  # kubelet's alone: what subPathExpr expands with
 
 
 async def test_the_kubernetes_service_variables_name_the_api_server_under_the_containers() -> None:
@@ -270,12 +274,103 @@ async def test_the_kubernetes_service_variables_name_the_api_server_under_the_co
     assert api_server_env("https://[::1]:6443")["KUBERNETES_PORT"] == "tcp://[::1]:6443"
 
 
-async def test_hostname_is_spec_hostname_when_set() -> None:
-    """An Indexed Job's pod is ``JOB-INDEX`` (``spec.hostname``), as kubelet names it."""
-    c = container()
-    indexed = pod(c)
-    indexed["spec"]["hostname"] = "seq-3"
-    env = await container_env(indexed, c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
-    assert env["HOSTNAME"] == "seq-3"
-    plain = await container_env(pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
-    assert plain["HOSTNAME"] == "web"
+# -- what the runtime adds --------------------------------------------------------------------
+
+
+async def test_the_runtime_adds_path_and_hostname_under_kubelets_env() -> None:
+    """containerd's CRI: the default PATH, then HOSTNAME, then the image's variables (none
+    here), then kubelet's, each replacing what came before."""
+    c = container(env=[{"name": "A", "value": "1"}])
+    env = runtime_env(
+        pod(c), await container_env(pod(c), c, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    )
+    assert env == {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOSTNAME": "web",
+        "A": "1",
+    }
+    own = container(
+        env=[
+            {"name": "PATH", "value": "/opt/bin"},
+            {"name": "HOSTNAME", "value": "mine"},
+            {"name": "HOME", "value": "/data"},
+        ]
+    )
+    kubelets = await container_env(pod(own), own, objects=OBJECTS, node_allocatable=ALLOCATABLE)
+    assert runtime_env(pod(own), kubelets) == {
+        "PATH": "/opt/bin",
+        "HOSTNAME": "mine",
+        "HOME": "/data",
+    }
+
+
+def named(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "shop"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "hostname"),
+    [
+        (named("web"), "web"),
+        (named("seq-abcde", hostname="seq-3"), "seq-3"),  # an Indexed Job's JOB-INDEX
+        (named("web", hostname="h", hostnameOverride="over.ride"), "over.ride"),
+        (named("x" * 62 + "-y" + "z" * 10), "x" * 62),  # 63 characters, no trailing "-"
+        (named("web", hostname="h", subdomain="sub"), "h"),
+        (
+            named("web", hostname="h", subdomain="sub", setHostnameAsFQDN=True),
+            "h.sub.shop.svc.cluster.local",
+        ),
+        (named("web", hostNetwork=True, hostname="h"), "the-host"),
+    ],
+)
+def test_hostname_is_the_sandboxes(the_pod: dict[str, Any], hostname: str) -> None:
+    """kubelet's hostname for the sandbox, which containerd exports as HOSTNAME; a
+    hostNetwork pod's sandbox has none and containerd gives the host's."""
+    assert pod_hostname(the_pod, host_hostname="the-host") == hostname
+
+
+def test_a_fqdn_hostname_too_long_is_kubelets_error() -> None:
+    long = named("web", hostname="h" * 40, subdomain="sub", setHostnameAsFQDN=True)
+    with pytest.raises(EnvError, match=r"FQDN .* is too long \(64 characters is the max, 67"):
+        pod_hostname(long)
+
+
+PASSWD = """\
+root:x:0:0:root:/root:/bin/bash
+
+app:x:1000:1000:App:/home/app:/bin/sh
+twin:x:1000:1000::/home/twin:/bin/sh
+  padded:x:1002:1002::/srv/padded:/bin/sh  \r
+short:x:1001
+"""
+
+
+@pytest.fixture
+def passwd(tmp_path: Path) -> str:
+    path = tmp_path / "passwd"
+    path.write_text(PASSWD)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("uid", "home"),
+    [
+        (0, "/root"),
+        (1000, "/home/app"),  # the first entry for the uid, as moby/sys/user's LookupUid
+        (1002, "/srv/padded"),  # a line is trimmed
+        (1001, ""),  # an entry without a home field: an empty one, as runc reads it
+        (12345, "/"),  # no entry: runc's default
+    ],
+)
+def test_home_is_the_users_in_the_containers_passwd(passwd: str, uid: int, home: str) -> None:
+    assert prepare_env({"PATH": "/bin"}, uid, passwd) == {"PATH": "/bin", "HOME": home}
+
+
+def test_home_without_a_passwd_is_the_root(tmp_path: Path) -> None:
+    assert passwd_home(0, str(tmp_path / "missing")) == "/"
+
+
+def test_the_pods_home_wins_unless_empty(passwd: str) -> None:
+    """runc's prepareEnv keeps a HOME the spec sets; an empty one is replaced."""
+    assert prepare_env({"HOME": "/data"}, 1000, passwd) == {"HOME": "/data"}
+    assert prepare_env({"HOME": ""}, 1000, passwd) == {"HOME": "/home/app"}

@@ -27,12 +27,22 @@ cluster IP. Service links for the namespace's other Services are not set.
 
 Objects are read through the node's :class:`~inplace.node.volumes.payload.ObjectReader`
 (one watch per referenced object, which the Node authorizer allows for the node's own pods).
+
+That is kubelet's part, what ``subPathExpr`` is expanded with. The container runtime then
+completes it (:func:`runtime_env`), as containerd's CRI builds a container's spec
+(``internal/cri/server/container_create.go``): the default ``PATH``
+(:data:`DEFAULT_PATH`, ``oci.WithDefaultPathEnv``) and ``HOSTNAME`` (the sandbox's hostname,
+:func:`pod_hostname`; the host's for a ``hostNetwork`` pod), under the image's variables (an
+image here has none) and kubelet's, which win. ``HOME`` is runc's, set just before ``execve``
+inside the sandbox, where the container's ``/etc/passwd`` is the one it sees
+(:func:`inplace.node.shim.prepare_env`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import socket
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -43,6 +53,7 @@ from .security import ConfigError
 from .volumes.payload import ObjectReader, Projection, SourceError, field_value, resource_value
 
 __all__ = [
+    "CLUSTER_DOMAIN",
     "DEFAULT_PATH",
     "EnvError",
     "PodAddresses",
@@ -50,9 +61,19 @@ __all__ = [
     "container_env",
     "expand",
     "kubernetes_service_env",
+    "pod_hostname",
+    "runtime_env",
 ]
 
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""containerd's ``defaultUnixEnv`` (``pkg/oci/spec.go``)."""
+
+CLUSTER_DOMAIN: Final = "cluster.local"
+"""The cluster domain a ``setHostnameAsFQDN`` hostname ends with (kubelet's
+``--cluster-domain`` as clusters set it; the API server's service-account issuer names it)."""
+
+_HOSTNAME_MAX: Final = 63
+_FQDN_MAX: Final = 64
 
 
 class EnvError(ConfigError):
@@ -192,9 +213,6 @@ async def container_env(
     services: Mapping[str, str] = service_env or {}
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    # The pod's hostname: spec.hostname when set (an Indexed Job's `JOB-INDEX`), else its name.
-    hostname = (pod.get("spec") or {}).get("hostname") or meta.get("name") or ""
-    env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOSTNAME": str(hostname)}
     defined: dict[str, str] = {}
     for source in container.get("envFrom") or ():
         try:
@@ -224,9 +242,61 @@ async def container_env(
             continue
         if value is not None:
             defined[str(name)] = value
-    env.update(services)
-    env.update(defined)
-    return env
+    return {**services, **defined}
+
+
+def _truncate_hostname(hostname: str) -> str:
+    """kubelet's ``truncatePodHostnameIfNeeded``: 63 characters, no trailing ``-`` or ``.``."""
+    if len(hostname) <= _HOSTNAME_MAX:
+        return hostname
+    return hostname[:_HOSTNAME_MAX].rstrip("-.")
+
+
+def pod_hostname(pod: Mapping[str, Any], *, host_hostname: str | None = None) -> str:
+    """The hostname of `pod`'s sandbox, which containerd gives its containers as ``HOSTNAME``.
+
+    kubelet (``kuberuntime_sandbox.go`` ``generatePodSandboxConfig``,
+    ``kubelet_pods.go`` ``GeneratePodHostNameAndDomain``, ``util.GetNodenameForKernel``):
+    ``spec.hostnameOverride`` (the ``HostnameOverride`` gate, on since 1.35), else
+    ``spec.hostname`` (an Indexed Job's ``JOB-INDEX``), else the pod's name, cut to 63
+    characters; with ``setHostnameAsFQDN`` and a ``subdomain``,
+    ``HOST.SUBDOMAIN.NAMESPACE.svc.``:data:`CLUSTER_DOMAIN` (at most 64 characters, else
+    kubelet's message as an :class:`EnvError`, where kubelet fails the sandbox). A
+    ``hostNetwork`` pod's sandbox gets no hostname and containerd uses the host's
+    (`host_hostname`, default the agent's)."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostNetwork") is True:
+        return host_hostname if host_hostname is not None else socket.gethostname()
+    meta = pod.get("metadata") or {}
+    override = spec.get("hostnameOverride")
+    if override:
+        return _truncate_hostname(str(override))
+    hostname = _truncate_hostname(str(spec.get("hostname") or meta.get("name") or ""))
+    subdomain = spec.get("subdomain")
+    if subdomain and spec.get("setHostnameAsFQDN") is True:
+        namespace = meta.get("namespace") or "default"
+        fqdn = f"{hostname}.{subdomain}.{namespace}.svc.{CLUSTER_DOMAIN}"
+        if len(fqdn) > _FQDN_MAX:
+            raise EnvError(
+                f"failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} "
+                f"is too long ({_FQDN_MAX} characters is the max, {len(fqdn)} characters "
+                "requested)"
+            )
+        return fqdn
+    return hostname
+
+
+def runtime_env(
+    pod: Mapping[str, Any], env: Mapping[str, str], *, host_hostname: str | None = None
+) -> dict[str, str]:
+    """`env` (kubelet's, :func:`container_env`) as containerd's CRI completes it: the default
+    ``PATH`` and ``HOSTNAME`` (:func:`pod_hostname`) first, then `env`, which wins
+    (``oci.WithEnv`` replaces a variable it sets again). ``HOME`` comes later, from the shim."""
+    return {
+        "PATH": DEFAULT_PATH,
+        "HOSTNAME": pod_hostname(pod, host_hostname=host_hostname),
+        **env,
+    }
 
 
 async def _env_from(

@@ -29,7 +29,7 @@ from inplace.api.quantity import Format, Quantity
 
 from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
-from .env import container_env
+from .env import container_env, runtime_env
 from .ledger import Ledger
 from .model import bigger_of, container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
@@ -290,9 +290,10 @@ class Lifecycle:
     async def container_env(
         self, w: PodWorker, c: Mapping[str, Any], *, lenient: bool = False
     ) -> dict[str, str]:
-        """The container's environment (:mod:`.env`), its resources as the node allocated
-        them, so a process started after an in-place resize sees the new values; raises
-        :class:`~.env.EnvError` for what does not resolve unless `lenient`."""
+        """The container's environment as kubelet makes it (:mod:`.env`; the runtime's
+        ``PATH``, ``HOSTNAME`` and ``HOME`` come at the launch), its resources as the node
+        allocated them, so a process started after an in-place resize sees the new values;
+        raises :class:`~.env.EnvError` for what does not resolve unless `lenient`."""
         cfg = self.ctx.config
         allocatable = {
             "cpu": Quantity.from_milli(cfg.cpu_milli),
@@ -382,7 +383,7 @@ class Lifecycle:
         last = ""
         while not w.stopping:
             try:
-                env = await self.container_env(w, c)
+                env = runtime_env(w.pod, await self.container_env(w, c))
                 return env, self.ctx.sandboxes.launch(w.pod, c, env)
             except ConfigError as exc:
                 message = str(exc)
