@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -21,6 +22,7 @@ import subprocess
 import termios
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,7 @@ pytestmark = pytest.mark.skipif(
 
 SDK_BIN = Path(shutil.which("kubectl") or "/nonexistent").resolve().parent
 POD = "box"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MANIFEST = f"""
 apiVersion: v1
 kind: Pod
@@ -335,3 +338,74 @@ spec:
         assert not Path("/inplace-exec-volume").exists()
     finally:
         delete(box, "guarded")
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_home_path_and_hostname_as_the_runtime_sets_them(box: Cluster) -> None:
+    """HOME as runc sets it from the /etc/passwd the container sees (root's /root; `/` for a
+    uid without an entry; the home of a passwd mounted over the host's), PATH and HOSTNAME as
+    containerd's CRI sets them, and the pod's own values win; ``kubectl exec`` gets the same."""
+    assert 12345 not in {entry.pw_uid for entry in pwd.getpwall()}
+    out = box.kubectl("exec", POD, "--", "sh", "-c", 'echo "$HOME|$PATH|$HOSTNAME"').stdout
+    assert out.strip() == f"/root|{DEFAULT_PATH}|{POD}"
+    apply(
+        box,
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: stranger}
+spec:
+  hostname: far
+  securityContext: {runAsUser: 12345, runAsGroup: 12345}
+  containers:
+  - {name: main, image: busybox, command: ["sleep", "3600"]}
+  - name: own
+    image: busybox
+    command: ["sleep", "3600"]
+    env: [{name: HOME, value: /data}, {name: HOSTNAME, value: mine}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: known-passwd}
+data: {passwd: "known:x:12345:12345::/home/known:/bin/sh\\n"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: known}
+spec:
+  securityContext: {runAsUser: 12345, runAsGroup: 12345}
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    volumeMounts: [{name: passwd, mountPath: /etc/passwd, subPath: passwd}]
+  volumes: [{name: passwd, configMap: {name: known-passwd}}]
+""",
+    )
+    try:
+        for pod_name, container, home, hostname in [
+            ("stranger", "main", "/", "far"),
+            ("stranger", "own", "/data", "mine"),
+            ("known", "main", "/home/known", "known"),  # the passwd its sandbox shows
+        ]:
+            pod = wait_until(partial(running, box, pod_name), what=f"{pod_name} running")
+            env = _environ(pid_of(pod, container))
+            assert (env["HOME"], env["HOSTNAME"], env["PATH"]) == (home, hostname, DEFAULT_PATH)
+            # Nothing else but kubelet's (no LC_CTYPE from the shim's Python, for one).
+            assert {k for k in env if not k.startswith("KUBERNETES_")} == {
+                "HOME",
+                "HOSTNAME",
+                "PATH",
+            }, env
+            out = box.kubectl(
+                "exec", pod_name, "-c", container, "--", "sh", "-c", 'id -u; echo "$HOME"'
+            ).stdout
+            assert out.splitlines() == ["12345", home], (pod_name, container)
+    finally:
+        delete(box, "stranger")
+        delete(box, "known")
+        box.kubectl("delete", "configmap", "known-passwd", "--ignore-not-found")
