@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.poll import wait_until
 
@@ -57,11 +59,22 @@ def test_node_identity_is_judged_as_a_kubelet(bed: Bed) -> None:
     assert "forbidden" in out.stderr.lower()
 
 
-def test_simulated_nodes_join_and_down_leaves_no_process_or_cgroup(tmp_path: Path) -> None:
+@pytest.fixture
+def mixed_bed(tmp_path: Path) -> Iterator[Bed]:
+    """One agent and two simulated nodes; stopped afterwards even when the test failed
+    before its own ``down`` (a second ``down`` finds nothing to do)."""
+    directory = tmp_path / "bed"
+    try:
+        yield Bed(start_bed(directory, nodes=1, node_cpu="1", node_memory="1Gi", simulated=2))
+    finally:
+        down(directory)
+
+
+def test_simulated_nodes_join_and_down_leaves_no_process_or_cgroup(mixed_bed: Bed) -> None:
     """An agent and two simulated nodes in one control plane; a pod the real scheduler puts on
     a simulated node is resized there; then ``down`` leaves nothing behind."""
-    plane = start_bed(tmp_path / "bed", nodes=1, node_cpu="1", node_memory="1Gi", simulated=2)
-    bed = Bed(plane)
+    bed = mixed_bed
+    plane = bed.plane
     names = json.loads(bed.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     assert sorted(n["metadata"]["name"] for n in names) == ["node-1", "sim-1", "sim-2"]
     bed.apply(
