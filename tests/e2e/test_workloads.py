@@ -103,7 +103,7 @@ def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workloads]:
             out = cluster.kubectl("get", "nodes", "--no-headers", check=False).stdout
             return out.count(" Ready ") >= 2
 
-        wait_until(nodes_ready, what="two nodes Ready")
+        wait_until(nodes_ready, timeout=120, what="two nodes Ready")
         yield running
     finally:
         for kind in ("deployments", "replicasets", "jobs", "pdb"):
