@@ -273,8 +273,9 @@ def _seconds(time: str | None) -> int:
 
 
 def set_managed_fields(meta: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:
-    """Store `entries` as an object's managedFields (None: the field is left out)."""
-    if entries is None:
+    """Store `entries` as an object's managedFields (None or none at all: the field is left
+    out, as Go's ``omitempty`` leaves an empty list)."""
+    if not entries:
         meta.pop("managedFields", None)
     else:
         meta["managedFields"] = entries

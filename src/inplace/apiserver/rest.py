@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from inplace.api import defaults as api_defaults
 from inplace.api import validation
-from inplace.api.canonical import canonicalize_quantities
+from inplace.api.canonical import canonicalize
 from inplace.api.fieldmanager import field_manager
 from inplace.api.kinds import Kind, Registry
 from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
@@ -172,11 +172,15 @@ class REST:
         obj["kind"] = kind.kind
         if not applied:
             # Upstream's field manager sees the decoded (defaulted) object, before admission
-            # and the strategy add what the server sets on create.
+            # and the strategy add what the server sets on create: canonical, and without
+            # the empty values Go omits.
             api_defaults.apply_defaults(kind, obj, on_create=False)
+            canonicalize(kind, obj)
             set_managed_fields(meta, field_manager(kind).update(None, obj, manager, self.now()))
-        api_defaults.apply_defaults(kind, obj)
-        canonicalize_quantities(kind, obj)
+            api_defaults.apply_defaults(kind, obj)
+        else:
+            api_defaults.apply_defaults(kind, obj)
+            canonicalize(kind, obj)
         self._prepare_for_create(kind, obj)
         async with self._allocating(kind):
             self._allocate(kind, obj, None)
@@ -445,7 +449,7 @@ class REST:
         meta.pop("resourceVersion", None)
         if defaults:
             api_defaults.apply_defaults(kind, new, on_create=False)
-        canonicalize_quantities(kind, new)
+        canonicalize(kind, new)
         if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not managed_fields:
