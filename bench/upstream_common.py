@@ -89,7 +89,9 @@ def testbed(**kwargs: Any) -> Iterator[ControlPlane]:
     finally:
         # down() runs an event loop of its own: not in this thread's, if one is running
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            leftovers = pool.submit(down, directory / "bed").result()
+            # with no node, nothing runs a pod: a graceful delete would wait for no kubelet
+            clean = kwargs.get("nodes", 1) > 0
+            leftovers = pool.submit(down, directory / "bed", delete_workloads=clean).result()
         if leftovers:
             print("upstream test bed left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
         shutil.rmtree(directory, ignore_errors=True)
