@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import BrowserContext, async_playwright
@@ -87,3 +88,43 @@ def chromium_sync(*, width: int = 1400, height: int = 1000) -> Iterator[SyncBrow
                 context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+CELLS = """(selector) => [...document.querySelectorAll(selector)].map((cell) => ({
+    text: cell.textContent.trim(),
+    title: cell.getAttribute("title"),
+    clipped: cell.scrollWidth > cell.clientWidth,
+    width: cell.clientWidth,
+}))"""
+"""``page.evaluate(CELLS, selector)``: for each element the selector finds, its text, its
+title (what a pointer resting on it shows) and whether its text is cut (wider than the
+element: ellipsis)."""
+
+TITLE_UNDER_POINTER = """() => {
+    const hovered = [...document.querySelectorAll(":hover")].pop();
+    return hovered?.closest("[title]")?.getAttribute("title") ?? null;
+}"""
+"""``page.evaluate(TITLE_UNDER_POINTER)``: the title the browser shows as a tooltip where the
+pointer rests (the nearest one up from the element under it)."""
+
+OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+"""``page.evaluate(OVERFLOW)``: how far the page is wider than the window (0: no sideways
+scrolling)."""
+
+
+def assert_shown_whole(cells: list[dict[str, Any]], names: set[str]) -> None:
+    """Every name of ``names`` is in a cell, none of them cut."""
+    shown = {c["text"]: c for c in cells}
+    assert names <= shown.keys(), (names - shown.keys(), cells)
+    cut = [shown[n] for n in sorted(names) if shown[n]["clipped"]]
+    assert not cut, f"cut although the window has room: {cut}"
+
+
+def assert_cut_with_title(cells: list[dict[str, Any]], names: set[str]) -> int:
+    """Every name of ``names`` is in a cell; where the cell cuts it, its title is the whole
+    name. Returns how many are cut."""
+    shown = {c["text"]: c for c in cells}
+    assert names <= shown.keys(), (names - shown.keys(), cells)
+    cut = [shown[n] for n in sorted(names) if shown[n]["clipped"]]
+    assert all(c["title"] == c["text"] for c in cut), cut
+    return len(cut)

@@ -12,8 +12,24 @@ import pytest
 from playwright.async_api import Page, expect
 
 from inplace.api.timestamps import rfc3339
-from inplace.client import DEPLOYMENTS, EVENTS, JOBS, PODS, REPLICASETS, VERTICALPODAUTOSCALERS
-from tests.dashboard.browser import artifacts, chromium
+from inplace.client import (
+    DEPLOYMENTS,
+    EVENTS,
+    JOBS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    REPLICASETS,
+    VERTICALPODAUTOSCALERS,
+)
+from tests.dashboard.browser import (
+    CELLS,
+    OVERFLOW,
+    artifacts,
+    assert_cut_with_title,
+    assert_shown_whole,
+    chromium,
+)
 from tests.dashboard.conftest import TOKEN, Board
 
 pytestmark = pytest.mark.timeout(120)
@@ -56,7 +72,11 @@ def pod(
 
 
 async def running(
-    board: Board, name: str, size: dict[str, Any], *conditions: dict[str, Any]
+    board: Board,
+    name: str,
+    size: dict[str, Any],
+    *conditions: dict[str, Any],
+    namespace: str = "default",
 ) -> None:
     """Write the status a node agent would: running, at ``size``, with ``conditions``."""
     now = rfc3339()
@@ -80,7 +100,7 @@ async def running(
         ],
     }
     await board.client.patch(
-        PODS, name, {"status": status}, namespace="default", subresource="status"
+        PODS, name, {"status": status}, namespace=namespace, subresource="status"
     )
 
 
@@ -400,3 +420,186 @@ async def test_workloads_show_their_pods_resize_progress(board: Board) -> None:
         await expect(row).to_contain_text("ready 3")
         await expect(row).to_contain_text("Available=True")
         await page.screenshot(path=artifacts() / "inprocess-workloads.png", full_page=True)
+
+
+CLOUD_NODE = "ip-10-0-1-23.ec2.internal"
+DASH_PODS = (
+    "dash-deployment-7d9f8c6b5-x2x9q",
+    "dash-deployment-7d9f8c6b5-k8f2m",
+    "dash-deployment-7d9f8c6b5-p4w7z",
+)
+CHECKOUT_POD = "checkout-api-5c8d7b9f4-q7wz2"
+
+
+async def node(board: Board, name: str) -> None:
+    await board.client.create(
+        NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+    )
+    room = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    status = {
+        "capacity": room,
+        "allocatable": room,
+        "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": rfc3339()}],
+    }
+    await board.client.patch(NODES, name, {"status": status}, subresource="status")
+
+
+async def long_names(board: Board) -> None:
+    """A Deployment's pods on node-1 (one Deferred) and another namespace's pod on a node
+    named as EC2 names them: the names real clusters have."""
+    await node(board, "node-1")
+    await node(board, CLOUD_NODE)
+    template = {
+        "metadata": {"labels": {"app": "dash"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx", "resources": SMALL}]},
+    }
+    deployment = await board.client.create(
+        DEPLOYMENTS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "dash-deployment", "namespace": "default"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "dash"}},
+                "template": template,
+            },
+        },
+    )
+    rs = await board.client.create(
+        REPLICASETS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": "dash-deployment-7d9f8c6b5",
+                "namespace": "default",
+                "labels": {"app": "dash"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "dash-deployment",
+                        "uid": deployment["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "dash"}},
+                "template": template,
+            },
+        },
+    )
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "dash-deployment-7d9f8c6b5",
+        "uid": rs["metadata"]["uid"],
+    }
+    for i, name in enumerate(DASH_PODS):
+        await board.client.create(PODS, pod(name, labels={"app": "dash"}, owner=owner))
+        await running(board, name, SMALL)
+        board.usage[("default", name)] = {"main": ((30 + 40 * i) * 1_000_000, (40 + 20 * i) * Mi)}
+    await board.client.patch(
+        PODS,
+        DASH_PODS[2],
+        {"spec": {"containers": [{"name": "main", "resources": BIG}]}},
+        namespace="default",
+        subresource="resize",
+        patch_type="strategic",
+    )
+    why = "Node didn't have enough resources: Insufficient memory: requested 128Mi, free 32Mi"
+    await running(
+        board,
+        DASH_PODS[2],
+        SMALL,
+        {"type": "PodResizePending", "status": "True", "reason": "Deferred", "message": why},
+    )
+    await board.client.create(
+        NAMESPACES,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "payments"}},
+    )
+    checkout = pod(CHECKOUT_POD, namespace="payments", labels={"app": "checkout"})
+    checkout["spec"]["nodeName"] = CLOUD_NODE
+    await board.client.create(PODS, checkout, namespace="payments")
+    await running(board, CHECKOUT_POD, SMALL, namespace="payments")
+    board.usage[("payments", CHECKOUT_POD)] = {"main": (120_000_000, 90 * Mi)}
+
+
+async def test_columns_share_the_room_names_first(board: Board) -> None:
+    """How the pods table shares a width among its columns (app.js ``shareColumns``)."""
+    async with chromium() as browser:
+        page = await browser.new_page()
+        await open_page(page, board, "/pods")
+
+        async def share(floors: list[int], stages: list[list[int | None]], room: int) -> Any:
+            wants = [max(w or 0 for w in column) for column in zip(floors, *stages, strict=True)]
+            return await page.evaluate(
+                "([f, s, w, a]) => inplaceDashboard.shareColumns(f, s, w, a)",
+                [floors, stages, wants, room],
+            )
+
+        # the shorter whole first, the longer cut to one width; the next stage gets nothing
+        assert await share([40, 40, 40, 40], [[60, 300, 200, None], [None] * 3 + [90]], 440) == [
+            60,
+            170,
+            170,
+            40,
+        ]
+        # then the next stage; what is left over is shared in proportion to the wants
+        assert await share([40, 40], [[100, None], [None, 60]], 160) == [100, 60]
+        assert await share([40, 40], [[100, None], [None, 60]], 320) == [200, 120]
+        # narrower than the floors: the floors (the table is wider than the window)
+        assert await share([40, 40], [[100, None], [None, 60]], 60) == [40, 40]
+
+
+async def test_tables_give_names_the_room_they_need(board: Board) -> None:
+    """Issue 25: on a 1400-pixel window, every pod's and node's name is whole, in every
+    table; on a 1024-pixel one a name may be cut, and then its whole text is its title."""
+    await long_names(board)
+    pods = {*DASH_PODS, CHECKOUT_POD}
+    nodes = {"node-1", CLOUD_NODE}
+    for width in (1400, 1024):
+        async with chromium(width=width, height=800) as browser:
+            page = await browser.new_page()
+            await open_page(page, board, "/pods")
+            await expect(page.locator("#pods tbody tr")).to_have_count(4)
+            await expect(page.locator("#pods tbody svg.spark")).to_have_count(8)
+            name_cells = await page.evaluate(CELLS, "#pods tbody th")
+            node_cells = await page.evaluate(CELLS, "#pods tbody tr > :nth-child(4)")
+            await page.screenshot(path=artifacts() / f"inprocess-pods-{width}.png")
+            if width == 1400:
+                assert_shown_whole(name_cells, pods)
+                assert_shown_whole(node_cells, nodes)
+                assert await page.evaluate(OVERFLOW) == 0
+            else:
+                assert assert_cut_with_title(name_cells, pods) > 0
+                assert_cut_with_title(node_cells, nodes)
+                assert await page.evaluate(OVERFLOW) == 0  # cut, not wider than the window
+
+            await page.get_by_role("link", name="Cluster").click()
+            await expect(page.locator("#nodes tbody tr")).to_have_count(2)
+            waiting = page.locator("#waiting tbody tr", has_text=DASH_PODS[2])
+            await expect(waiting).to_contain_text("Deferred")
+            # the other tables lay themselves out: names whole at both widths
+            assert_shown_whole(await page.evaluate(CELLS, "#nodes tbody th .name"), nodes)
+            assert_shown_whole(
+                await page.evaluate(CELLS, "#waiting tbody th .name"), {f"default/{DASH_PODS[2]}"}
+            )
+            assert await page.evaluate(OVERFLOW) == 0
+            await page.screenshot(path=artifacts() / f"inprocess-cluster-{width}.png")
+
+            await page.get_by_role("link", name="Workloads").click()
+            row = page.locator("#workloads tbody tr[data-key='Deployment/default/dash-deployment']")
+            await expect(row).to_contain_text("deferred")
+            assert_shown_whole(
+                await page.evaluate(CELLS, "#workloads tbody th .name"),
+                {"Deployment default/dash-deployment"},
+            )
+            assert_shown_whole(
+                await page.evaluate(CELLS, "#workloads tbody td .name"), {DASH_PODS[2]}
+            )
+            assert await page.evaluate(OVERFLOW) == 0
+            await page.screenshot(path=artifacts() / f"inprocess-workloads-{width}.png")

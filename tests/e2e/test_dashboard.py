@@ -36,7 +36,15 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import Cluster, start_cluster
-from tests.dashboard.browser import artifacts, chromium_sync
+from tests.dashboard.browser import (
+    CELLS,
+    OVERFLOW,
+    TITLE_UNDER_POINTER,
+    artifacts,
+    assert_cut_with_title,
+    assert_shown_whole,
+    chromium_sync,
+)
 from tests.poll import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -84,6 +92,30 @@ WEB = {
                 "containers": [
                     {
                         "name": "web",
+                        "image": "nginx",
+                        "command": ["sleep", "3600"],
+                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                    }
+                ]
+            },
+        },
+    },
+}
+
+
+DASH_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "dash-deployment", "namespace": "default"},
+    "spec": {
+        "replicas": 3,
+        "selector": {"matchLabels": {"app": "dash"}},
+        "template": {
+            "metadata": {"labels": {"app": "dash"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
                         "image": "nginx",
                         "command": ["sleep", "3600"],
                         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
@@ -214,6 +246,61 @@ def test_every_page_loads_and_a_wrong_token_gets_401(dash: Dash) -> None:
         urllib.request.urlopen(f"{dash.base}/api/view?view=pods", timeout=5)
     assert refused.value.code == 401
     dash.kubectl("delete", "deployment", "web", "--wait=true")
+
+
+def test_the_pods_table_gives_names_the_room_they_need(dash: Dash) -> None:
+    """Issue 25: a Deployment's pods (dash-deployment-7d9f8c6b5-x2x9q...) on node-1 have their
+    whole names on a 1400-pixel window; on a 1024-pixel one a cut name is whole on hover."""
+    dash.kubectl("apply", "-f", "-", input=json.dumps(DASH_DEPLOYMENT))
+
+    def dash_pods() -> set[str]:
+        listed = json.loads(dash.kubectl("get", "pods", "-l", "app=dash", "-o", "json").stdout)
+        running = {
+            p["metadata"]["name"]
+            for p in listed["items"]
+            if p.get("status", {}).get("phase") == "Running"
+        }
+        return running if len(running) == 3 else set()
+
+    wait_until(lambda: bool(dash_pods()), timeout=60, what="dash-deployment's pods running")
+    pods = dash_pods() | {"worker"}
+    assert all(re.fullmatch(r"dash-deployment-[0-9a-z]+-[0-9a-z]{5}", p) for p in pods - {"worker"})
+    try:
+        for width in (1400, 1024):
+            with chromium_sync(width=width, height=800) as browser:
+                page = browser.new_page()
+                dash.open(page, "/pods")
+                for pod in pods:
+                    row = page.locator(f"#pods tbody tr[data-key='default/{pod}']")
+                    expect(row).to_contain_text("Running", timeout=HANG_GUARD_MS)
+                    expect(row.locator("svg.spark")).to_have_count(2, timeout=HANG_GUARD_MS)
+                names = page.evaluate(CELLS, "#pods tbody th")
+                nodes = page.evaluate(CELLS, "#pods tbody tr > :nth-child(4)")
+                page.screenshot(path=artifacts() / f"pods-{width}.png")
+                if width == 1400:
+                    assert_shown_whole(names, pods)
+                    assert_shown_whole(nodes, {"node-1"})
+                    assert page.evaluate(OVERFLOW) == 0
+                else:
+                    assert assert_cut_with_title(names, pods) > 0  # too narrow: some are cut
+                    assert_cut_with_title(nodes, {"node-1"})
+                    cut = next(n["text"] for n in names if n["clipped"])
+                    page.locator("#pods tbody th", has_text=cut).hover()
+                    assert page.evaluate(TITLE_UNDER_POINTER) == cut
+
+                page.get_by_role("link", name="Cluster").click()
+                expect(page.locator("#nodes tbody tr")).to_contain_text(
+                    "allocatable", timeout=HANG_GUARD_MS
+                )
+                assert_shown_whole(page.evaluate(CELLS, "#nodes tbody th .name"), {"node-1"})
+                assert page.evaluate(OVERFLOW) == 0
+    finally:
+        dash.kubectl("delete", "deployment", "dash-deployment", "--wait=true")
+        wait_until(
+            lambda: not dash.kubectl("get", "pods", "-l", "app=dash", "-o", "name").stdout,
+            timeout=60,
+            what="dash-deployment's pods gone",
+        )
 
 
 def test_a_kubectl_resize_shows_on_the_chart_without_a_reload(dash: Dash) -> None:

@@ -49,6 +49,14 @@
     return `${Math.round(d / 3600)}h`;
   }
 
+  // A name in a table: whole while the window has room for it (the table gives it that
+  // room), cut with an ellipsis beyond, its whole text then on hover.
+  const named = (text) => `<span class="name" title="${esc(text)}">${esc(text)}</span>`;
+  const namedLink = (href, text) => `<a class="name" href="${href}" title="${esc(text)}">${esc(text)}</a>`;
+
+  // Facts side by side: a line breaks between them, not inside one.
+  const inParts = (parts) => parts.map((p) => `<span class="part">${esc(p)}</span>`).join(" · ");
+
   const podHref = (ns, name) => `#/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`;
 
   // -- streams ----------------------------------------------------------------------------
@@ -98,12 +106,13 @@
     const inside = Math.min(use, req);
     const reserved = Math.max(0, req - use);
     const over = Math.max(0, use - req);
-    const text = `used ${used === null ? "—" : fmt(used)} · requested ${fmt(req)} · allocatable ${fmt(allocatable)}`;
+    const parts = [`used ${used === null ? "—" : fmt(used)}`, `requested ${fmt(req)}`, `allocatable ${fmt(allocatable)}`];
+    const text = parts.join(" · ");
     return `<div class="bar" role="img" aria-label="${esc(label)}: ${esc(text)}">` +
       `<span class="used" style="width:${pct(inside)}"></span>` +
       `<span class="reserved" style="width:${pct(reserved)}"></span>` +
       `<span class="over" style="width:${pct(over)}"></span></div>` +
-      `<div class="bar-text">${esc(text)}</div>`;
+      `<div class="bar-text">${inParts(parts)}</div>`;
   }
 
   function clusterPage() {
@@ -128,13 +137,13 @@
       cluster(view) {
         main.querySelector("#cluster-note").textContent = missingKinds(view.meta);
         nodes.innerHTML = view.nodes.map((n) => `<tr>
-          <th scope="row">${esc(n.name)}${n.simulated ? ' <span class="badge">simulated</span>' : ""}${n.unschedulable ? ' <span class="badge">cordoned</span>' : ""}</th>
+          <th scope="row">${named(n.name)}${n.simulated ? ' <span class="badge">simulated</span>' : ""}${n.unschedulable ? ' <span class="badge">cordoned</span>' : ""}</th>
           <td>${esc(n.ready)}</td><td class="num">${n.pods}</td>
           <td>${bar(`CPU of ${n.name}`, fmtCpu, n.cpu.allocatable, n.cpu.requested, n.cpu.used)}</td>
           <td>${bar(`Memory of ${n.name}`, fmtMem, n.memory.allocatable, n.memory.requested, n.memory.used)}</td>
         </tr>`).join("") || `<tr><td colspan="5" class="note">no nodes</td></tr>`;
         waiting.innerHTML = view.waiting.map((w) => `<tr>
-          <th scope="row"><a href="${podHref(w.namespace, w.name)}">${esc(w.key)}</a></th>
+          <th scope="row">${namedLink(podHref(w.namespace, w.name), w.key)}</th>
           <td>${esc(w.for)}</td><td><span class="badge ${esc(w.reason)}">${esc(w.reason)}</span></td>
           <td>${esc(w.message)}</td><td>${fmtAgo(w.since, view.meta.now)}</td></tr>`).join("") ||
           `<tr><td colspan="5" class="note">no pod is waiting</td></tr>`;
@@ -145,8 +154,13 @@
 
   // -- pods -------------------------------------------------------------------------------
 
+  // A sparkline is SPARK_WIDTH wide while the table has room, down to SPARK_MIN when it has not
+  // (stretched, not scaled: its lines keep their thickness).
+  const SPARK_WIDTH = 84;
+  const SPARK_MIN = 36;
+
   function spark(points, times, request, limit, label, fmt) {
-    const w = 84, h = 20;
+    const w = SPARK_WIDTH, h = 20;
     if (!points || points.length === 0) return `<span class="note">—</span>`;
     const top = Math.max(limit || 0, request || 0, ...points) * 1.08 || 1;
     const t0 = times[0], t1 = times[times.length - 1];
@@ -157,38 +171,199 @@
     const now = points[points.length - 1];
     const aria = `${label} over the last ${Math.round((t1 - t0) / 60)} minutes: ${fmt(now)} now` +
       (request ? `, request ${fmt(request)}` : "") + (limit ? `, limit ${fmt(limit)}` : "");
-    return `<svg class="spark" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" role="img" aria-label="${esc(aria)}">` +
-      `${ref(request, "request")}${ref(limit, "limit")}<polyline points="${line}"/>` +
-      `<circle cx="${x(t1).toFixed(1)}" cy="${y(now)}" r="1.8"/></svg>`;
+    const end = `x1="${x(t1).toFixed(1)}" x2="${x(t1).toFixed(1)}" y1="${y(now)}" y2="${y(now)}"`;
+    return `<svg class="spark" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" role="img" aria-label="${esc(aria)}">` +
+      `${ref(request, "request")}${ref(limit, "limit")}<polyline points="${line}"/><line class="now" ${end}/></svg>`;
   }
 
+  // The pods table's columns: header, sort key, what a cell says (its title too: the whole
+  // text when the column is too narrow for it) and what decides its width. `tier`: who gets
+  // room first when there is not enough (see podColumns): 1 the names (the pod, its
+  // namespace, its node) and the states, 2 the QoS class and the policy, 3 the sparklines'
+  // full width, 4 the owner (mostly the pod's name without its suffix). Numbers are never
+  // cut. `spark`: a sparkline follows the number.
   const POD_COLUMNS = [
-    ["namespace", "Namespace", (r) => r.namespace],
-    ["name", "Name", (r) => r.name],
-    ["owner", "Owner", (r) => r.owner],
-    ["node", "Node", (r) => r.node],
-    ["status", "Status", (r) => r.status],
-    ["qos", "QoS", (r) => r.qos],
-    ["cpuRequest", "CPU req / lim", (r) => r.cpu.request ?? -1, true],
-    ["cpuUsage", "CPU usage", (r) => r.cpu.usage ?? -1, true],
-    ["memoryRequest", "Memory req / lim", (r) => r.memory.request ?? -1, true],
-    ["memoryUsage", "Memory usage", (r) => r.memory.usage ?? -1, true],
-    ["restarts", "Restarts", (r) => r.restarts, true],
-    ["resize", "Resize", (r) => r.resize + (r.paused ? " Paused" : "")],
-    ["policy", "Policy", (r) => r.policy],
+    { id: "namespace", title: "Namespace", sort: (r) => r.namespace, text: (r) => r.namespace, tier: 1 },
+    { id: "name", title: "Name", sort: (r) => r.name, text: (r) => r.name, tier: 1, bold: true },
+    { id: "owner", title: "Owner", sort: (r) => r.owner, text: (r) => r.owner, tier: 4 },
+    { id: "node", title: "Node", sort: (r) => r.node, text: (r) => r.node, tier: 1 },
+    { id: "status", title: "Status", sort: (r) => r.status, text: (r) => r.status, tier: 1 },
+    { id: "qos", title: "QoS", sort: (r) => r.qos, text: (r) => r.qos, tier: 2 },
+    { id: "cpuRequest", title: "CPU req\u00a0/\u00a0lim", sort: (r) => r.cpu.request ?? -1, num: true,
+      text: (r) => `${fmtCpu(r.cpu.request)} / ${fmtCpu(r.cpu.limit)}` },
+    { id: "cpuUsage", title: "CPU usage", sort: (r) => r.cpu.usage ?? -1, num: true, tier: 3,
+      text: (r) => fmtCpu(r.cpu.usage), spark: (r) => r.spark.cpu?.length > 0 },
+    { id: "memoryRequest", title: "Memory req\u00a0/\u00a0lim", sort: (r) => r.memory.request ?? -1, num: true,
+      text: (r) => `${fmtMem(r.memory.request)} / ${fmtMem(r.memory.limit)}` },
+    { id: "memoryUsage", title: "Memory usage", sort: (r) => r.memory.usage ?? -1, num: true, tier: 3,
+      text: (r) => fmtMem(r.memory.usage), spark: (r) => r.spark.memory?.length > 0 },
+    { id: "restarts", title: "Restarts", sort: (r) => r.restarts, num: true, text: (r) => String(r.restarts) },
+    { id: "resize", title: "Resize", sort: (r) => r.resize + (r.paused ? " Paused" : ""), tier: 1, badges: true,
+      text: (r) => [r.resize, r.paused ? "Paused" : ""].filter(Boolean).join(" ") },
+    { id: "policy", title: "Policy", sort: (r) => r.policy, text: (r) => r.policy, tier: 2 },
   ];
 
   function podCells(r) {
+    const [ns, name, owner, node, status, qos] = POD_COLUMNS.slice(0, 6).map((c) => esc(c.text(r)));
     const resize = [r.resize ? `<span class="badge ${esc(r.resize)}" title="${esc(r.resizeMessage)}">${esc(r.resize)}</span>` : "",
       r.paused ? `<span class="badge Paused">Paused</span>` : ""].join(" ");
-    return `<td role="cell">${esc(r.namespace)}</td>
-      <th scope="row" role="rowheader"><a href="${podHref(r.namespace, r.name)}">${esc(r.name)}</a></th>
-      <td role="cell">${esc(r.owner)}</td><td role="cell">${esc(r.node)}</td><td role="cell">${esc(r.status)}</td><td role="cell">${esc(r.qos)}</td>
+    return `<td role="cell" title="${ns}">${ns}</td>
+      <th scope="row" role="rowheader" title="${name}"><a href="${podHref(r.namespace, r.name)}">${name}</a></th>
+      <td role="cell" title="${owner}">${owner}</td><td role="cell" title="${node}">${node}</td><td role="cell" title="${status}">${status}</td><td role="cell" title="${qos}">${qos}</td>
       <td role="cell" class="num">${fmtCpu(r.cpu.request)} / ${fmtCpu(r.cpu.limit)}</td>
-      <td role="cell" class="num">${fmtCpu(r.cpu.usage)} ${spark(r.spark.cpu, r.spark.t, r.cpu.request, r.cpu.limit, "CPU", fmtCpu)}</td>
+      <td role="cell" class="num usage"><span>${fmtCpu(r.cpu.usage)}</span>${spark(r.spark.cpu, r.spark.t, r.cpu.request, r.cpu.limit, "CPU", fmtCpu)}</td>
       <td role="cell" class="num">${fmtMem(r.memory.request)} / ${fmtMem(r.memory.limit)}</td>
-      <td role="cell" class="num">${fmtMem(r.memory.usage)} ${spark(r.spark.memory, r.spark.t, r.memory.request, r.memory.limit, "Memory", fmtMem)}</td>
-      <td role="cell" class="num">${r.restarts}</td><td role="cell">${resize}</td><td role="cell">${esc(r.policy)}</td>`;
+      <td role="cell" class="num usage"><span>${fmtMem(r.memory.usage)}</span>${spark(r.spark.memory, r.spark.t, r.memory.request, r.memory.limit, "Memory", fmtMem)}</td>
+      <td role="cell" class="num">${r.restarts}</td><td role="cell">${resize}</td><td role="cell" title="${esc(r.policy)}">${esc(r.policy)}</td>`;
+  }
+
+  // -- column widths ----------------------------------------------------------------------
+  // The pods table's rows are grids (see app.css), so the browser cannot size its columns to
+  // their content: they are sized here, from the content. Text is measured on a canvas (no
+  // layout, no reflow), each string once per column; the widths go into one CSS variable.
+
+  const ruler = document.createElement("canvas").getContext("2d");
+  let rulerFont = "";
+  function textWidth(text, font) {
+    if (font !== rulerFont) {
+      ruler.font = font;
+      rulerFont = font;
+    }
+    return ruler.measureText(text).width;
+  }
+
+  /* Shares `available` pixels among columns: each gets its floor, then `stages` (each a
+   * width per column, null for none) are met in turn. Within a stage the narrowest columns
+   * grow first (so the shorter texts are whole first, and the longest are cut to one common
+   * width). Room left over is shared in proportion to `wants`, as a table shares it. Below the
+   * sum of the floors, the table is wider than its place. */
+  function shareColumns(floors, stages, wants, available) {
+    const widths = floors.slice();
+    let left = available - widths.reduce((a, b) => a + b, 0);
+    for (const targets of stages) {
+      let open = widths.map((_, i) => i).filter((i) => targets[i] > widths[i]);
+      while (left > 0.01 && open.length) {
+        const low = Math.min(...open.map((i) => widths[i]));
+        const lowest = open.filter((i) => widths[i] < low + 0.01);
+        const above = open.filter((i) => widths[i] >= low + 0.01).map((i) => widths[i]);
+        const next = Math.min(...above, ...lowest.map((i) => targets[i]));
+        const step = Math.min(next - low, left / lowest.length);
+        for (const i of lowest) widths[i] += step;
+        left -= step * lowest.length;
+        open = open.filter((i) => widths[i] < targets[i] - 0.01);
+      }
+    }
+    if (left > 0) {
+      const total = wants.reduce((a, b) => a + b, 0);
+      for (let i = 0; i < widths.length; i++) widths[i] += (left * wants[i]) / total;
+    }
+    return widths.map((w) => Math.floor(w * 100) / 100);
+  }
+  exposed.shareColumns = shareColumns;
+
+  /* Sizes the pods table's columns to its rows and its width, whenever either changes:
+   * returns update(rows, sortedColumn), to call when the rows or the sort change. */
+  function podColumns(table) {
+    const style = getComputedStyle(table.querySelector("thead th"));
+    const family = style.fontFamily;
+    const size = style.fontSize;
+    const fonts = { normal: `400 ${size} ${family}`, bold: `600 ${size} ${family}`, badge: `400 12px ${family}` };
+    const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight) + 2;  // +2: rounding
+    const space = textWidth(" ", fonts.normal);
+    const gap = 4;  // between a number and its sparkline (app.css)
+    const badge = 2 * 6 + 2;  // a badge's padding and border (app.css)
+    // a header wraps between its words; the sorted column's keeps room for its arrow
+    const headerWant = (c, sorted) => {
+      const words = c.title.split(" ").map((w) => textWidth(w, fonts.bold));
+      words[words.length - 1] += sorted ? textWidth(" ▲", fonts.bold) : 0;
+      return Math.max(...words);
+    };
+    const known = POD_COLUMNS.map(() => new Map());  // per column: text → its width
+    const measure = (i, text) => {
+      let width = known[i].get(text);
+      if (width === undefined) {
+        const c = POD_COLUMNS[i];
+        if (!c.badges) width = textWidth(text, c.bold ? fonts.bold : fonts.normal);
+        else width = text ? text.split(" ").reduce((sum, w) => sum + textWidth(w, fonts.badge) + badge + space, -space) : 0;
+        if (known[i].size > 10000) known[i].clear();
+        known[i].set(text, width);
+      }
+      return width;
+    };
+    const n = POD_COLUMNS.length;
+    const cellWidths = (r) => {  // each column's want, then each column's floor
+      const widths = new Float64Array(2 * n);
+      for (let i = 0; i < n; i++) {
+        const c = POD_COLUMNS[i];
+        const width = measure(i, c.text(r));
+        const spark = c.spark && c.spark(r);
+        widths[i] = spark ? width + gap + SPARK_WIDTH : width;
+        widths[n + i] = spark ? width + gap + SPARK_MIN : width;
+      }
+      return widths;
+    };
+    const perRow = new WeakMap();  // a row's object is replaced when its pod changes
+    let wants = null;
+    let floors = null;
+    let headers = null;
+    let available = 0;
+    let template = "";
+    const seen = { template, changes: 0, ms: 0 };  // read by the tests and the benchmark
+    exposed.podColumns = seen;
+
+    // Who gets room first: the names and states (tier 1) whole, then the other columns'
+    // headers, then each tier in turn.
+    function apply() {
+      if (!available || !wants) return;
+      // numbers change often: their columns grow and shrink by 4 px, to be laid out less often
+      const round = (w, c) => (c.num ? Math.ceil((w + padding) / 4) * 4 : Math.ceil(w + padding));
+      const full = wants.map((w, i) => round(w, POD_COLUMNS[i]));
+      const least = POD_COLUMNS.map((c, i) => (c.num ? round(floors[i], c) : Math.min(full[i], 40)));
+      const titled = headers.map((w, i) => Math.min(full[i], round(w, POD_COLUMNS[i])));
+      const stages = [
+        POD_COLUMNS.map((c, i) => (c.tier === 1 ? full[i] : null)),
+        POD_COLUMNS.map((c, i) => (c.tier > 1 && !c.num ? titled[i] : null)),
+        POD_COLUMNS.map((c, i) => (c.tier === 2 ? full[i] : null)),
+        POD_COLUMNS.map((c, i) => (c.tier === 3 ? full[i] : null)),
+        POD_COLUMNS.map((c, i) => (c.tier === 4 ? full[i] : null)),
+      ];
+      const next = shareColumns(least, stages, full, available).map((w) => `${w}px`).join(" ");
+      if (next !== template) {
+        template = next;
+        table.style.setProperty("--pod-columns", template);
+        Object.assign(seen, { wants: full, floors: least, available, template, changes: seen.changes + 1 });
+      }
+    }
+
+    const observer = new ResizeObserver((entries) => {
+      available = entries[entries.length - 1].contentRect.width;
+      apply();
+    });
+    observer.observe(table);
+
+    function update(rows, sorted) {
+      const began = performance.now();
+      headers = POD_COLUMNS.map((c) => headerWant(c, c.id === sorted));
+      const most = headers.slice();
+      const least = headers.slice();
+      for (const r of rows) {
+        let widths = perRow.get(r);
+        if (!widths) {
+          widths = cellWidths(r);
+          perRow.set(r, widths);
+        }
+        for (let i = 0; i < n; i++) {
+          if (widths[i] > most[i]) most[i] = widths[i];
+          if (widths[n + i] > least[i]) least[i] = widths[n + i];
+        }
+      }
+      wants = most;
+      floors = least;
+      apply();
+      seen.ms = performance.now() - began;
+    }
+    update.stop = () => observer.disconnect();
+    return update;
   }
 
   function podsPage(query) {
@@ -206,12 +381,13 @@
       <p role="alert" class="error" id="pods-error"></p>
       <p class="note" id="pods-count" aria-live="polite"></p>
       <table id="pods" role="table"><caption>Usage sparklines cover the last 10 minutes; dashed lines are the request (green) and the limit (red).</caption>
-        <thead role="rowgroup"><tr role="row">${POD_COLUMNS.map(([id, title, , num]) => `<th scope="col" role="columnheader" data-col="${id}"${num ? ' class="num"' : ""}><button type="button">${title}</button></th>`).join("")}</tr></thead>
+        <thead role="rowgroup"><tr role="row">${POD_COLUMNS.map((c) => `<th scope="col" role="columnheader" data-col="${c.id}" title="${c.title}"${c.num ? ' class="num"' : ""}><button type="button">${c.title}</button></th>`).join("")}</tr></thead>
         <tbody role="rowgroup"></tbody></table>`;
     const form = main.querySelector("#pod-filters");
     for (const [k, v] of params) if (form.elements[k]) form.elements[k].value = v;
     const tbody = main.querySelector("#pods tbody");
     const count = main.querySelector("#pods-count");
+    const sizeColumns = podColumns(main.querySelector("#pods"));
     const rows = new Map();
     const trs = new Map();
     let sort = { col: params.get("sort") || "name", dir: params.get("dir") === "desc" ? -1 : 1 };
@@ -221,6 +397,7 @@
     const dirty = new Set();
     let full = true;
     let reorder = false;
+    let measure = true;  // the columns' widths may have to follow the rows
     exposed.rows = rows;
 
     const headers = main.querySelectorAll("#pods th[data-col]");
@@ -234,13 +411,13 @@
       sort = { col: th.dataset.col, dir: sort.col === th.dataset.col ? -sort.dir : 1 };
       showSort();
       reorder = true;
+      measure = true;
       schedule(true);
     }));
     showSort();
 
     function ordered() {
-      const column = POD_COLUMNS.find(([id]) => id === sort.col) || POD_COLUMNS[1];
-      const key = column[2];
+      const key = (POD_COLUMNS.find((c) => c.id === sort.col) || POD_COLUMNS[1]).sort;
       return [...rows.values()].sort((a, b) => {
         const x = key(a), y = key(b);
         if (x < y) return -sort.dir;
@@ -254,6 +431,10 @@
     function draw() {
       const began = performance.now();
       pending = false;
+      if (measure) {  // before the rows are laid out
+        measure = false;
+        sizeColumns(rows.values(), sort.col);
+      }
       if (full) {
         const list = ordered();
         tbody.innerHTML = list.map((r) => `<tr role="row" data-key="${esc(r.key)}">${podCells(r)}</tr>`).join("");
@@ -321,6 +502,7 @@
           rows.clear();
           for (const r of data.rows) rows.set(r.key, r);
           meta = data.meta;
+          measure = true;
           schedule(false);
         },
         delta(data) {
@@ -328,6 +510,7 @@
           for (const key of data.delete) { rows.delete(key); dirty.add(key); }
           meta = data.meta;
           reorder = true;
+          measure = true;
           schedule(true);
         },
       });
@@ -346,7 +529,7 @@
     });
     form.addEventListener("submit", (e) => { e.preventDefault(); connect(); });
     connect();
-    return () => { if (source) source.close(); exposed.rows = null; };
+    return () => { if (source) source.close(); sizeColumns.stop(); exposed.rows = null; };
   }
 
   // -- one pod ----------------------------------------------------------------------------
@@ -702,17 +885,17 @@
             `<span class="${s}" style="width:${(100 * w.progress[s]) / total}%"></span>`).join("");
           const words = PROGRESS.filter((s) => w.progress[s]).map((s) => `${w.progress[s]} ${s}`).join(", ") || "no pods";
           const counts = Object.entries(w.counts).filter(([k]) => k !== "started")
-            .map(([k, v]) => `${k} ${v ?? "—"}`).join(" · ");
-          const status = w.statusReported ? counts : `${counts} <span class="note">(no status reported yet)</span>`;
+            .map(([k, v]) => `${k} ${v ?? "—"}`);
+          const status = w.statusReported ? inParts(counts) : `${inParts(counts)} <span class="note">(no status reported yet)</span>`;
           const conditions = w.conditions.map((c) => `<span class="badge" title="${esc(c.message)}">${esc(c.type)}=${esc(c.status)}${c.reason ? ` (${esc(c.reason)})` : ""}</span>`).join(" ") || "—";
           const waiting = w.waiting.map((p) => {
             const [ns, name] = p.key.split("/");
-            return `<div><a href="${podHref(ns, name)}">${esc(name)}</a> <span class="badge ${esc(p.state)}">${esc(p.state)}</span> ${esc(p.message)}</div>`;
-          }).concat(w.departed.map((d) => `<div>${esc(d.pod)} <span class="badge">${esc(MARKER_LABELS[d.kind] || d.kind)}</span>
+            return `<div>${namedLink(podHref(ns, name), name)} <span class="badge ${esc(p.state)}">${esc(p.state)}</span> ${esc(p.message)}</div>`;
+          }).concat(w.departed.map((d) => `<div>${named(d.pod)} <span class="badge">${esc(MARKER_LABELS[d.kind] || d.kind)}</span>
             ${fmtAgo(d.at, view.meta.now)} ago: ${esc(d.message)}</div>`)).join("") || "—";
-          return `<tr data-key="${esc(w.key)}"><th scope="row">${esc(w.kind)} ${esc(w.namespace)}/${esc(w.name)}</th>
+          return `<tr data-key="${esc(w.key)}"><th scope="row">${named(`${w.kind} ${w.namespace}/${w.name}`)}</th>
             <td class="num">${w.pods}</td>
-            <td><div class="progress" role="img" aria-label="${esc(words)}">${seg}</div><div class="bar-text">${esc(words)}</div></td>
+            <td><div class="progress" role="img" aria-label="${esc(words)}">${seg}</div><div class="bar-text">${inParts([words])}</div></td>
             <td>${status}</td><td>${conditions}</td><td>${waiting}</td></tr>`;
         }).join("") || `<tr><td colspan="6" class="note">no Deployments, ReplicaSets or Jobs</td></tr>`;
       },
