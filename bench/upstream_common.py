@@ -13,7 +13,6 @@ figure for inplace, for upstream, and inplace ÷ upstream.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -87,46 +86,11 @@ def testbed(**kwargs: Any) -> Iterator[ControlPlane]:
     try:
         yield up(directory / "bed", binaries=binaries(), **kwargs)
     finally:
-        # down() runs an event loop of its own: not in this thread's, if one is running
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            # with no node, nothing runs a pod: a graceful delete would wait for no kubelet
-            clean = kwargs.get("nodes", 1) > 0
-            leftovers = pool.submit(down, directory / "bed", delete_workloads=clean).result()
+        # with no node, nothing runs a pod: a graceful delete would wait for no kubelet
+        leftovers = down(directory / "bed", delete_workloads=kwargs.get("nodes", 1) > 0)
         if leftovers:
             print("upstream test bed left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def start_kube_scheduler(plane: ControlPlane, qps: float) -> None:
-    """Start kube-scheduler on a test bed started with ``scheduler=False``, as the test bed
-    would start it but with the client rate limit ``qps`` (burst the same), as upstream's
-    scheduler_perf sets it (5,000): kube-scheduler's own default is 50 QPS, burst 100, and
-    each placed pod costs it two writes (the binding and the ``Scheduled`` event). Recorded
-    in the test bed's state, so ``down`` stops it."""
-    from testbed import cluster  # the test bed's own start and readiness wait
-
-    components = plane.directory / "components"
-    config = components / "scheduler.yaml"
-    port = cluster._free_port()
-    argv = [
-        str(binaries().path("kube-scheduler")),
-        f"--kubeconfig={config}",
-        f"--authentication-kubeconfig={config}",
-        f"--authorization-kubeconfig={config}",
-        f"--bind-address={cluster.HOST}",
-        f"--secure-port={port}",
-        f"--cert-dir={components / 'kube-scheduler'}",
-        "--leader-elect=false",
-        "--profiling=false",
-        f"--kube-api-qps={qps:g}",
-        f"--kube-api-burst={int(qps)}",
-    ]
-    process = cluster._start(plane, "kube-scheduler", argv)
-    insecure = ssl.create_default_context()
-    insecure.check_hostname = False
-    insecure.verify_mode = ssl.CERT_NONE
-    url = f"https://{cluster.HOST}:{port}/healthz"
-    cluster._wait(plane, "kube-scheduler", process, lambda: cluster._https_ok(url, insecure))
 
 
 async def ensure_service_account(http: aiohttp.ClientSession, namespace: str = "default") -> None:

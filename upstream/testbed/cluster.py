@@ -16,6 +16,7 @@ recorded processes, then removes what the agents left on the host: their cgroups
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,11 +181,13 @@ def up(
     controller_manager: bool = True,
     scheduler: bool = True,
     simulated: int = 0,
+    extra_flags: Mapping[str, Sequence[str]] | None = None,
 ) -> ControlPlane:
     """Start the control plane, ``nodes`` agents and ``simulated`` simulated nodes (of the same
     size) in ``directory``; return once every node is Ready. A failure stops whatever had
     started. A benchmark may leave out the controller manager or the scheduler (the API
-    alone, or the scheduler without controllers)."""
+    alone, or the scheduler without controllers), and give kube-controller-manager or
+    kube-scheduler ``extra_flags`` (by component name), e.g. scheduler_perf's client rate."""
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise UpError(f"{directory} holds a test bed already; `scripts/upstream down` it first")
@@ -199,7 +203,15 @@ def up(
     )
     plane.save()
     try:
-        _up(plane, binaries, node_cpu, node_memory, controller_manager, scheduler)
+        _up(
+            plane,
+            binaries,
+            node_cpu,
+            node_memory,
+            controller_manager,
+            scheduler,
+            dict(extra_flags or {}),
+        )
     except BaseException:
         down(directory, delete_workloads=False)
         raise
@@ -213,6 +225,7 @@ def _up(
     node_memory: str,
     with_controller_manager: bool,
     with_scheduler: bool,
+    extra_flags: dict[str, Sequence[str]],
 ) -> None:
     pki = plane.directory / "pki"
     ca = Authority(pki, "ca")
@@ -345,6 +358,7 @@ def _up(
             f"--cert-dir={components / name}",
             "--leader-elect=false",
             "--profiling=false",
+            *extra_flags.get(name, ()),
         ]
         started.append((name, _start(plane, name, argv), port))
     for name, process, port in started:
@@ -523,7 +537,9 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
             _stop(pid, grace=15.0)
     # whatever the agents still ran (a pod the API could not delete) and what they made
     tops = cluster_cgroups(plane.cgroup_root)
-    asyncio.run(stop_processes(tops, {}))
+    # a thread of its own: ``down`` may be called from a running event loop (a benchmark's)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, stop_processes(tops, {})).result()
     remove_cgroups(tops)
     unmount_under(directory)
     leftovers = [str(top) for top in cluster_cgroups(plane.cgroup_root)]
