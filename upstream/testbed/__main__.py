@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"  stop: scripts/upstream down {plane.directory}"
             )
         else:
+            if not (args.directory / "state.json").exists():
+                print(f"upstream: no running test bed in {args.directory}", file=sys.stderr)
+                return 1
             leftovers = down(args.directory)
             if leftovers:
                 print("upstream: left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
