@@ -183,7 +183,7 @@
   // full width, 4 the owner (mostly the pod's name without its suffix). Numbers are never
   // cut. `spark`: a sparkline follows the number.
   const POD_COLUMNS = [
-    { id: "namespace", title: "Namespace", sort: (r) => r.namespace, text: (r) => r.namespace, tier: 1 },
+    { id: "namespace", title: "Name\u00adspace", sort: (r) => r.namespace, text: (r) => r.namespace, tier: 1 },
     { id: "name", title: "Name", sort: (r) => r.name, text: (r) => r.name, tier: 1, bold: true },
     { id: "owner", title: "Owner", sort: (r) => r.owner, text: (r) => r.owner, tier: 4 },
     { id: "node", title: "Node", sort: (r) => r.node, text: (r) => r.node, tier: 1 },
@@ -197,7 +197,7 @@
       text: (r) => `${fmtMem(r.memory.request)} / ${fmtMem(r.memory.limit)}` },
     { id: "memoryUsage", title: "Memory usage", sort: (r) => r.memory.usage ?? -1, num: true, tier: 3,
       text: (r) => fmtMem(r.memory.usage), spark: (r) => r.spark.memory?.length > 0 },
-    { id: "restarts", title: "Restarts", sort: (r) => r.restarts, num: true, text: (r) => String(r.restarts) },
+    { id: "restarts", title: "Re\u00adstarts", sort: (r) => r.restarts, num: true, text: (r) => String(r.restarts) },
     { id: "resize", title: "Resize", sort: (r) => r.resize + (r.paused ? " Paused" : ""), tier: 1, badges: true,
       text: (r) => [r.resize, r.paused ? "Paused" : ""].filter(Boolean).join(" ") },
     { id: "policy", title: "Policy", sort: (r) => r.policy, text: (r) => r.policy, tier: 2 },
@@ -272,9 +272,14 @@
     const space = textWidth(" ", fonts.normal);
     const gap = 4;  // between a number and its sparkline (app.css)
     const badge = 2 * 6 + 2;  // a badge's padding and border (app.css)
-    // a header wraps between its words; the sorted column's keeps room for its arrow
+    // a header wraps between its words (and at a soft hyphen: Name-space); the sorted
+    // column's keeps room for its arrow
+    const hyphen = textWidth("-", fonts.bold);
     const headerWant = (c, sorted) => {
-      const words = c.title.split(" ").map((w) => textWidth(w, fonts.bold));
+      const words = c.title.split(" ").map((word) => {
+        const pieces = word.split("\u00ad");
+        return Math.max(...pieces.map((p, i) => textWidth(p, fonts.bold) + (i < pieces.length - 1 ? hyphen : 0)));
+      });
       words[words.length - 1] += sorted ? textWidth(" ▲", fonts.bold) : 0;
       return Math.max(...words);
     };
@@ -381,7 +386,7 @@
       <p role="alert" class="error" id="pods-error"></p>
       <p class="note" id="pods-count" aria-live="polite"></p>
       <table id="pods" role="table"><caption>Usage sparklines cover the last 10 minutes; dashed lines are the request (green) and the limit (red).</caption>
-        <thead role="rowgroup"><tr role="row">${POD_COLUMNS.map((c) => `<th scope="col" role="columnheader" data-col="${c.id}" title="${c.title}"${c.num ? ' class="num"' : ""}><button type="button">${c.title}</button></th>`).join("")}</tr></thead>
+        <thead role="rowgroup"><tr role="row">${POD_COLUMNS.map((c) => `<th scope="col" role="columnheader" data-col="${c.id}" title="${c.title.replace(/\u00ad/g, "")}"${c.num ? ' class="num"' : ""}><button type="button">${c.title}</button></th>`).join("")}</tr></thead>
         <tbody role="rowgroup"></tbody></table>`;
     const form = main.querySelector("#pod-filters");
     for (const [k, v] of params) if (form.elements[k]) form.elements[k].value = v;
