@@ -183,10 +183,10 @@
   // full width, 4 the owner (mostly the pod's name without its suffix). Numbers are never
   // cut. `spark`: a sparkline follows the number.
   const POD_COLUMNS = [
-    { id: "namespace", title: "Name\u00adspace", sort: (r) => r.namespace, text: (r) => r.namespace, tier: 1 },
-    { id: "name", title: "Name", sort: (r) => r.name, text: (r) => r.name, tier: 1, bold: true },
+    { id: "namespace", title: "Name\u00adspace", sort: (r) => r.namespace, text: (r) => r.namespace, tier: 1, wrap: true },
+    { id: "name", title: "Name", sort: (r) => r.name, text: (r) => r.name, tier: 1, bold: true, wrap: true },
     { id: "owner", title: "Owner", sort: (r) => r.owner, text: (r) => r.owner, tier: 4 },
-    { id: "node", title: "Node", sort: (r) => r.node, text: (r) => r.node, tier: 1 },
+    { id: "node", title: "Node", sort: (r) => r.node, text: (r) => r.node, tier: 1, wrap: true },
     { id: "status", title: "Status", sort: (r) => r.status, text: (r) => r.status, tier: 1 },
     { id: "qos", title: "QoS", sort: (r) => r.qos, text: (r) => r.qos, tier: 2 },
     { id: "cpuRequest", title: "CPU req\u00a0/\u00a0lim", sort: (r) => r.cpu.request ?? -1, num: true,
@@ -207,9 +207,9 @@
     const [ns, name, owner, node, status, qos] = POD_COLUMNS.slice(0, 6).map((c) => esc(c.text(r)));
     const resize = [r.resize ? `<span class="badge ${esc(r.resize)}" title="${esc(r.resizeMessage)}">${esc(r.resize)}</span>` : "",
       r.paused ? `<span class="badge Paused">Paused</span>` : ""].join(" ");
-    return `<td role="cell" title="${ns}">${ns}</td>
-      <th scope="row" role="rowheader" title="${name}"><a href="${podHref(r.namespace, r.name)}">${name}</a></th>
-      <td role="cell" title="${owner}">${owner}</td><td role="cell" title="${node}">${node}</td><td role="cell" title="${status}">${status}</td><td role="cell" title="${qos}">${qos}</td>
+    return `<td role="cell" class="whole" title="${ns}">${ns}</td>
+      <th scope="row" role="rowheader" class="whole" title="${name}"><a href="${podHref(r.namespace, r.name)}">${name}</a></th>
+      <td role="cell" title="${owner}">${owner}</td><td role="cell" class="whole" title="${node}">${node}</td><td role="cell" title="${status}">${status}</td><td role="cell" title="${qos}">${qos}</td>
       <td role="cell" class="num">${fmtCpu(r.cpu.request)} / ${fmtCpu(r.cpu.limit)}</td>
       <td role="cell" class="num usage"><span>${fmtCpu(r.cpu.usage)}</span>${spark(r.spark.cpu, r.spark.t, r.cpu.request, r.cpu.limit, "CPU", fmtCpu)}</td>
       <td role="cell" class="num">${fmtMem(r.memory.request)} / ${fmtMem(r.memory.limit)}</td>
@@ -300,10 +300,13 @@
       const widths = new Float64Array(2 * n);
       for (let i = 0; i < n; i++) {
         const c = POD_COLUMNS[i];
-        const width = measure(i, c.text(r));
+        const text = c.text(r);
+        const width = measure(i, text);
         const spark = c.spark && c.spark(r);
         widths[i] = spark ? width + gap + SPARK_WIDTH : width;
-        widths[n + i] = spark ? width + gap + SPARK_MIN : width;
+        // a name wraps after its hyphens rather than being cut: its floor is its longest piece
+        widths[n + i] = spark ? width + gap + SPARK_MIN
+          : c.wrap ? Math.max(0, ...text.split(/(?<=-)/).map((piece) => measure(i, piece))) : width;
       }
       return widths;
     };
@@ -323,7 +326,8 @@
       // numbers change often: their columns grow and shrink by 4 px, to be laid out less often
       const round = (w, c) => (c.num ? Math.ceil((w + padding) / 4) * 4 : Math.ceil(w + padding));
       const full = wants.map((w, i) => round(w, POD_COLUMNS[i]));
-      const least = POD_COLUMNS.map((c, i) => (c.num ? round(floors[i], c) : Math.min(full[i], 40)));
+      const least = POD_COLUMNS.map((c, i) =>
+        c.num ? round(floors[i], c) : c.wrap ? Math.min(full[i], round(floors[i], c)) : Math.min(full[i], 40));
       const titled = headers.map((w, i) => Math.min(full[i], round(w, POD_COLUMNS[i])));
       const stages = [
         POD_COLUMNS.map((c, i) => (c.tier === 1 ? full[i] : null)),
