@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.test_node_agent import CGROUP_FS, cgroup_file, condition, pid_of, status_of
 from tests.poll import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,8 +29,6 @@ sys.path.insert(0, str(REPO / "upstream"))
 
 from testbed.build import BuildError, build  # noqa: E402
 from testbed.cluster import ControlPlane, down, up  # noqa: E402
-
-CGROUP_FS = Path("/sys/fs/cgroup")
 
 
 @dataclass
@@ -104,34 +103,8 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     assert not leftovers, f"the test bed left behind: {leftovers}"
 
 
-# -- pods ----------------------------------------------------------------------------------
-
-
-def status_of(pod: dict[str, Any], container: str = "main") -> dict[str, Any]:
-    for cs in pod["status"].get("containerStatuses") or ():
-        if cs["name"] == container:
-            return dict(cs)
-    raise KeyError(container)
-
-
-def pid_of(pod: dict[str, Any], container: str = "main") -> int:
-    """The workload's PID: the agent's container ID is ``inplace://PID``."""
-    return int(status_of(pod, container)["containerID"].removeprefix("inplace://"))
-
-
-def condition(pod: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    for cond in pod["status"].get("conditions") or ():
-        if cond["type"] == ctype:
-            return dict(cond)
-    return None
-
-
-def cgroup_file(pid: int, controller: str, name: str) -> str:
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            return (CGROUP_FS / controller / path.lstrip("/") / name).read_text().strip()
-    raise KeyError(controller)
+# -- pods (the pure helpers are the node agent's end-to-end tests': status_of, pid_of,
+# condition, cgroup_file) ----------------------------------------------------------------
 
 
 def running(bed: Bed, name: str) -> dict[str, Any] | None:
@@ -148,3 +121,16 @@ def running(bed: Bed, name: str) -> dict[str, Any] | None:
 
 def wait_running(bed: Bed, name: str, timeout: float = 90) -> dict[str, Any]:
     return dict(wait_until(lambda: running(bed, name), timeout=timeout, what=f"{name} Running"))
+
+
+__all__ = [
+    "CGROUP_FS",
+    "Bed",
+    "cgroup_file",
+    "condition",
+    "down",
+    "pid_of",
+    "start_bed",
+    "status_of",
+    "wait_running",
+]

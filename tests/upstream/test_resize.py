@@ -67,7 +67,7 @@ def settled(bed: Bed, name: str, want: dict[str, Any]) -> dict[str, Any]:
         pod = bed.get("pod", name)
         if condition(pod, "PodResizeInProgress") or condition(pod, "PodResizePending"):
             return None
-        if status_of(pod).get("resources") != want:
+        if status_of(pod, "main").get("resources") != want:
             return None
         if pod["status"].get("observedGeneration") != pod["metadata"]["generation"]:
             return None
@@ -100,7 +100,7 @@ def test_resize_up_and_down_in_place(bed: Bed) -> None:
         resize(bed, "grow", up)
         pod = settled(bed, "grow", up)
         assert pid_of(pod) == pid
-        assert status_of(pod)["restartCount"] == 0
+        assert status_of(pod, "main")["restartCount"] == 0
         assert cgroup_file(pid, "memory", "memory.limit_in_bytes") == str(256 * 2**20)
         assert cgroup_file(pid, "cpu", "cpu.cfs_quota_us") == "50000"
         assert cgroup_file(pid, "cpu", "cpu.shares") == str(300 * 1024 // 1000)
@@ -113,7 +113,7 @@ def test_resize_up_and_down_in_place(bed: Bed) -> None:
         resize(bed, "grow", down)
         pod = settled(bed, "grow", down)
         assert pid_of(pod) == pid
-        assert status_of(pod)["restartCount"] == 0
+        assert status_of(pod, "main")["restartCount"] == 0
         assert cgroup_file(pid, "memory", "memory.limit_in_bytes") == str(64 * 2**20)
         assert cgroup_file(pid, "cpu", "cpu.cfs_quota_us") == "10000"
         reasons = [e["reason"] for e in bed.events_of("grow")]
@@ -169,7 +169,7 @@ def test_resize_that_does_not_fit_now_is_deferred_until_room_appears(bed: Bed) -
         bed.kubectl("delete", "pod", "hog", "--wait=true", "--timeout=60s")
         pod = settled(bed, "small", want)
         assert pid_of(pod) == pid
-        assert status_of(pod)["restartCount"] == 0
+        assert status_of(pod, "main")["restartCount"] == 0
         assert cgroup_file(pid, "memory", "memory.limit_in_bytes") == str(1536 * 2**20)
         assert pid_of(hog) != pid
     finally:
