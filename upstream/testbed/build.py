@@ -64,7 +64,9 @@ def cache_root() -> Path:
 
 
 def _go() -> str:
-    go = shutil.which("go")
+    # PATH first; else where the official archive installs it (a shell's profile adds that
+    # to PATH, a CI runner's environment may not)
+    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin")
     if go is None:
         raise BuildError(
             "the upstream test bed builds Kubernetes from its Go modules and needs Go ≥ 1.26 "
