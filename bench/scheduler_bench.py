@@ -192,6 +192,22 @@ async def wait_http(session: aiohttp.ClientSession, url: str, timeout: float = 1
     raise RuntimeError(f"{url} not ready after {timeout}s")
 
 
+def stop_processes(
+    scheduler: subprocess.Popen[bytes] | None, server: subprocess.Popen[bytes]
+) -> None:
+    """Stop the scheduler (SIGINT, so it writes its profile; SIGKILL after 60 s), then the API
+    server."""
+    if scheduler is not None:
+        scheduler.send_signal(signal.SIGINT)
+        try:
+            scheduler.wait(60)
+        except subprocess.TimeoutExpired:
+            scheduler.kill()
+            scheduler.wait()
+    server.terminate()
+    server.wait(30)
+
+
 def scheduler_argv(kubeconfig: Path, metrics_port: int) -> list[str]:
     """inplace's scheduler as its own process, its health and metrics on ``metrics_port``."""
     return [
@@ -407,15 +423,7 @@ async def one_run(args: argparse.Namespace, nodes: int) -> dict[str, float]:
                     ) and not line.endswith(" 0.0"):
                         print(f"    {line}")
         finally:
-            if scheduler is not None:
-                scheduler.send_signal(signal.SIGINT)
-                try:
-                    scheduler.wait(60)
-                except subprocess.TimeoutExpired:
-                    scheduler.kill()
-                    scheduler.wait()
-            server.terminate()
-            server.wait(30)
+            stop_processes(scheduler, server)
             if args.profile and scheduler is not None and (Path(tmp) / "scheduler.prof").exists():
                 print("  scheduler profile (top 25 by cumulative time):")
                 stats = pstats.Stats(str(Path(tmp) / "scheduler.prof"))

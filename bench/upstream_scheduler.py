@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from scheduler_bench import (
     make_node,
     place,
     scheduler_argv,
+    stop_processes,
     wait_http,
 )
 from upstream_common import (
@@ -95,15 +95,7 @@ async def inplace_side(args: argparse.Namespace) -> dict[str, Any]:
                 pids = {"inplace apiserver": server.pid, "inplace scheduler": scheduler.pid}
                 return await measure(api, args.pods, pids)
         finally:
-            if scheduler is not None:
-                scheduler.send_signal(signal.SIGINT)
-                try:
-                    scheduler.wait(60)
-                except subprocess.TimeoutExpired:
-                    scheduler.kill()
-                    scheduler.wait()
-            server.terminate()
-            server.wait(30)
+            stop_processes(scheduler, server)
 
 
 async def upstream_side(args: argparse.Namespace) -> dict[str, Any]:

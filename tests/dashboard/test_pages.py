@@ -319,56 +319,57 @@ async def test_one_pod_shows_the_vpa_band_a_pause_markers_and_why_it_waits(board
         await expect(waiting).to_contain_text(why)
 
 
-async def test_workloads_show_their_pods_resize_progress(board: Board) -> None:
-    template = {
-        "metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "main", "image": "nginx", "resources": BIG}]},
-    }
+async def deployment_with_replicaset(
+    board: Board, name: str, rs_name: str, template: dict[str, Any]
+) -> dict[str, Any]:
+    """A Deployment of 3 and the ReplicaSet it controls (labels ``app: <template's app>``), as
+    the deployment controller leaves them; returns the owner reference its pods carry."""
+    app = template["metadata"]["labels"]["app"]
+    spec = {"replicas": 3, "selector": {"matchLabels": {"app": app}}, "template": template}
     deployment = await board.client.create(
         DEPLOYMENTS,
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": template,
-            },
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": spec,
         },
     )
+    controller = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": name,
+        "uid": deployment["metadata"]["uid"],
+        "controller": True,
+    }
     rs = await board.client.create(
         REPLICASETS,
         {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
             "metadata": {
-                "name": "web-6d4b",
+                "name": rs_name,
                 "namespace": "default",
-                "labels": {"app": "web"},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "name": "web",
-                        "uid": deployment["metadata"]["uid"],
-                        "controller": True,
-                    }
-                ],
+                "labels": {"app": app},
+                "ownerReferences": [controller],
             },
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": template,
-            },
+            "spec": spec,
         },
     )
-    owner = {
+    return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
-        "name": "web-6d4b",
+        "name": rs_name,
         "uid": rs["metadata"]["uid"],
     }
+
+
+async def test_workloads_show_their_pods_resize_progress(board: Board) -> None:
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx", "resources": BIG}]},
+    }
+    owner = await deployment_with_replicaset(board, "web", "web-6d4b", template)
     for name in ("web-6d4b-a", "web-6d4b-b", "web-6d4b-c"):
         await board.client.create(PODS, pod(name, labels={"app": "web"}, owner=owner))
         await running(board, name, SMALL)
@@ -452,51 +453,9 @@ async def long_names(board: Board) -> None:
         "metadata": {"labels": {"app": "dash"}},
         "spec": {"containers": [{"name": "main", "image": "nginx", "resources": SMALL}]},
     }
-    deployment = await board.client.create(
-        DEPLOYMENTS,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "dash-deployment", "namespace": "default"},
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchLabels": {"app": "dash"}},
-                "template": template,
-            },
-        },
+    owner = await deployment_with_replicaset(
+        board, "dash-deployment", "dash-deployment-7d9f8c6b5", template
     )
-    rs = await board.client.create(
-        REPLICASETS,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "metadata": {
-                "name": "dash-deployment-7d9f8c6b5",
-                "namespace": "default",
-                "labels": {"app": "dash"},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "name": "dash-deployment",
-                        "uid": deployment["metadata"]["uid"],
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchLabels": {"app": "dash"}},
-                "template": template,
-            },
-        },
-    )
-    owner = {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "name": "dash-deployment-7d9f8c6b5",
-        "uid": rs["metadata"]["uid"],
-    }
     for i, name in enumerate(DASH_PODS):
         await board.client.create(PODS, pod(name, labels={"app": "dash"}, owner=owner))
         await running(board, name, SMALL)
