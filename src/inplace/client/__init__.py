@@ -14,6 +14,9 @@ Public surface (the submodules are implementation detail):
 
 from .api import (
     CONFIGMAPS,
+    CONTROLLERREVISIONS,
+    CRONJOBS,
+    DAEMONSETS,
     DEPLOYMENTS,
     ENDPOINTS,
     ENDPOINTSLICES,
@@ -33,6 +36,7 @@ from .api import (
     SECRETS,
     SERVICEACCOUNTS,
     SERVICES,
+    STATEFULSETS,
     STORAGECLASSES,
     VERTICALPODAUTOSCALERCHECKPOINTS,
     VERTICALPODAUTOSCALERS,
@@ -76,6 +80,9 @@ from .workqueue import (
 
 __all__ = [
     "CONFIGMAPS",
+    "CONTROLLERREVISIONS",
+    "CRONJOBS",
+    "DAEMONSETS",
     "DEPLOYMENTS",
     "ENDPOINTS",
     "ENDPOINTSLICES",
@@ -95,6 +102,7 @@ __all__ = [
     "SECRETS",
     "SERVICEACCOUNTS",
     "SERVICES",
+    "STATEFULSETS",
     "STORAGECLASSES",
     "VERTICALPODAUTOSCALERCHECKPOINTS",
     "VERTICALPODAUTOSCALERS",
