@@ -41,7 +41,32 @@ JOB = {
     "spec": {"selector": {"matchExpressions": [{"key": "job", "operator": "Exists"}]}},
 }
 
+STATEFULSET = {
+    "metadata": {"name": "db", "namespace": NS},
+    "spec": {"selector": {"matchLabels": {"app": "db"}}},
+}
+DAEMONSET = {
+    "metadata": {"name": "agent", "namespace": NS},
+    "spec": {"selector": {"matchLabels": {"app": "agent"}}},
+}
+CRONJOB = {
+    "metadata": {"name": "nightly", "namespace": NS},
+    "spec": {"jobTemplate": {"spec": {"template": {"metadata": {"labels": {"app": "nightly"}}}}}},
+}
+CRONJOB_RUN = {
+    "metadata": {
+        "name": "nightly-29000000",
+        "namespace": NS,
+        "ownerReferences": owned("CronJob", "nightly"),
+    },
+    "spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "x"}}},
+}
+
 OBJECTS: dict[tuple[str, str, str], Mapping[str, Any]] = {
+    ("apps", "StatefulSet", "db"): STATEFULSET,
+    ("apps", "DaemonSet", "agent"): DAEMONSET,
+    ("batch", "CronJob", "nightly"): CRONJOB,
+    ("batch", "Job", "nightly-29000000"): CRONJOB_RUN,
     ("apps", "Deployment", "web"): DEPLOYMENT,
     ("apps", "Deployment", "bare"): NO_SELECTOR,
     ("apps", "ReplicaSet", "web-1"): REPLICASET,
@@ -86,12 +111,21 @@ def pod(labels: dict[str, str], owner: tuple[str, str] | None = ("ReplicaSet", "
             "The target apps/v1.ReplicaSet/web-1 has a parent controller but it should point to "
             "a topmost well-known or scalable controller",
         ),
+        ("StatefulSet", "db", None),
+        ("DaemonSet", "agent", None),
+        ("CronJob", "nightly", None),
         (
-            "StatefulSet",
-            "db",
-            "Cannot read targetRef. Reason: Unhandled targetRef apps/v1 / StatefulSet / db, last "
-            "error StatefulSet is not served by this cluster and has no scale subresource with a "
-            "selector",
+            "Job",
+            "nightly-29000000",
+            "The target apps/v1.Job/nightly-29000000 has a parent controller but it should "
+            "point to a topmost well-known or scalable controller",
+        ),
+        (
+            "ReplicationController",
+            "old",
+            "Cannot read targetRef. Reason: Unhandled targetRef apps/v1 / ReplicationController "
+            "/ old, last error ReplicationController is not served by this cluster and has no "
+            "scale subresource with a selector",
         ),
     ],
 )
@@ -108,6 +142,11 @@ def test_a_vpa_without_target_ref_cannot_be_read() -> None:
 
 def test_top_controller_walks_owners_through_well_known_kinds() -> None:
     assert top_controller(pod({"app": "web"}), lookup) == ("Deployment", "web")
+    run = pod({"app": "nightly"}, ("Job", "nightly-29000000"))
+    assert top_controller(run, lookup) == ("CronJob", "nightly")
+    target = resolve_target(vpa("CronJob", "nightly"), lookup)
+    assert target.selector is not None and target.selector.matches({"app": "nightly"})
+    assert pod_matches(run, vpa("CronJob", "nightly"), target, lookup)
     assert top_controller(pod({}, ("ReplicaSet", "lone")), lookup) == ("ReplicaSet", "lone")
     assert top_controller(pod({}, ("ReplicaSet", "unknown")), lookup) == ("ReplicaSet", "unknown")
     assert top_controller(pod({}, ("MyKind", "x")), lookup) == ("MyKind", "x")

@@ -5,13 +5,14 @@ Shared by the recommender and updater (controller manager) and by the API server
 admission, so all three agree on the pods of a VPA. The rule, as upstream's:
 
 * the targetRef must name an object this cluster serves whose kind has a label selector:
-  a Deployment, ReplicaSet or Job (``spec.selector``), and must be the top-most controller
-  (a ReplicaSet owned by a Deployment is not a valid target); otherwise the VPA gets
-  ``ConfigUnsupported`` with upstream's message (``Cannot read targetRef``, ``Unhandled
-  targetRef``, ``... should point to a topmost well-known or scalable controller``). Kinds
-  upstream handles that this cluster does not serve (StatefulSet, DaemonSet, CronJob,
-  ReplicationController) and custom kinds with a ``scale`` subresource are reported the
-  same way: nothing here can read their selector;
+  a Deployment, ReplicaSet, StatefulSet, DaemonSet or Job (``spec.selector``), or a CronJob
+  (its job template's pod labels, as upstream's fetcher reads them), and must be the
+  top-most controller (a ReplicaSet owned by a Deployment is not a valid target); otherwise
+  the VPA gets ``ConfigUnsupported`` with upstream's message (``Cannot read targetRef``,
+  ``Unhandled targetRef``, ``... should point to a topmost well-known or scalable
+  controller``). Other kinds (ReplicationController, which this cluster does not serve) are
+  reported the same way. Upstream reads any other kind's selector from its ``scale``
+  subresource; every kind this cluster serves with one is in the list above;
 * a pod is controlled by a VPA when it is in the VPA's namespace, its labels match the
   target's selector, and its top-most well-known controller (owner references walked up)
   is the target; when several VPAs control one pod, the oldest wins (then by name), as
@@ -53,7 +54,10 @@ Lookup = Callable[[str, str, str, str], Mapping[str, Any] | None]
 SELECTOR_KINDS: Final[Mapping[str, str]] = {
     "Deployment": "apps",
     "ReplicaSet": "apps",
+    "StatefulSet": "apps",
+    "DaemonSet": "apps",
     "Job": "batch",
+    "CronJob": "batch",
 }
 """The target kinds this cluster serves and reads a selector from, with their API group."""
 
@@ -70,13 +74,7 @@ WELL_KNOWN: Final = frozenset(
 )
 """Upstream's well-known controller kinds (its controller fetcher walks owners through these)."""
 
-_GROUPS: Final[Mapping[str, str]] = {
-    **SELECTOR_KINDS,
-    "StatefulSet": "apps",
-    "DaemonSet": "apps",
-    "CronJob": "batch",
-    "ReplicationController": "",
-}
+_GROUPS: Final[Mapping[str, str]] = {**SELECTOR_KINDS, "ReplicationController": ""}
 
 
 @dataclass(frozen=True)
@@ -106,6 +104,15 @@ def _controller_ref(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
     return None
 
 
+def _selector_of(kind: str, obj: Mapping[str, Any]) -> Any:
+    """A target's selector: ``spec.selector``, or for a CronJob the labels of its job
+    template's pods (upstream's ``vpaTargetSelectorFetcher``)."""
+    if kind == "CronJob":
+        labels = _get(obj, "spec", "jobTemplate", "spec", "template", "metadata", "labels")
+        return {"matchLabels": dict(labels)} if isinstance(labels, Mapping) and labels else None
+    return _get(obj, "spec", "selector")
+
+
 def resolve_target(vpa: Mapping[str, Any], lookup: Lookup) -> Target:
     """The selector of ``vpa``'s target, or upstream's ``ConfigUnsupported`` message."""
     namespace = str(_get(vpa, "metadata", "namespace") or "")
@@ -129,7 +136,7 @@ def resolve_target(vpa: Mapping[str, Any], lookup: Lookup) -> Target:
         return Target(
             None, f"Cannot read targetRef. Reason: {kind} {namespace}/{name} does not exist"
         )
-    raw = _get(obj, "spec", "selector")
+    raw = _selector_of(kind, obj)
     if not isinstance(raw, Mapping) or not raw:
         return Target(None, "Cannot read targetRef", kind, name)
     try:

@@ -278,7 +278,10 @@ class _Pass:
         for owner, members in by_owner.items():
             reason = None
             if len(members) < required:
-                reason = f"{len(members)} live replica(s), fewer than minReplicas {required}"
+                reason = (
+                    f"{len(members)} live replica(s), fewer than minReplicas {required} "
+                    "(spec.updatePolicy.minReplicas, else the updater's --min-replicas)"
+                )
             configured = len(members) if owner[0] == "Job" else replicas.get(owner)
             if reason is None and not configured:
                 reason = f"the replica count of {owner[0]} {owner[1]} is unknown"
@@ -431,11 +434,15 @@ def decide(
             keep = keep or (verdict == "evict" and mode == IN_PLACE_OR_RECREATE)
         else:
             keep, why = run.can_evict(pod)
-        if not keep:
-            decided[key] = Decision(key, Action.WAIT, why)
-            continue
         recs = pod_recommendations(pod, vpa)
-        priority, why = _accept(pod, vpa, recs, now, settings)
+        priority, accept_why = _accept(pod, vpa, recs, now, settings)
+        if not keep:
+            # Held back (budget, minReplicas, a resize in flight): a wait only if the pod
+            # would otherwise be updated, so a held VPA can say why it does not act.
+            action = Action.NONE if priority is None else Action.WAIT
+            decided[key] = Decision(key, action, why if priority is not None else accept_why)
+            continue
+        why = accept_why
         if priority is None:
             decided[key] = Decision(key, Action.NONE, why)
             continue
