@@ -230,7 +230,16 @@ def _controllers() -> dict[str, list[dict[str, Any]]]:
         "workload-resize-controller": [
             rule(("patch",), ("",), ("pods/resize",)),
             rule(("create",), ("",), ("pods/eviction",)),
-            rule(("patch",), ("apps",), ("deployments/status", "replicasets/status")),
+            rule(
+                ("patch",),
+                ("apps",),
+                (
+                    "deployments/status",
+                    "replicasets/status",
+                    "statefulsets/status",
+                    "daemonsets/status",
+                ),
+            ),
             rule(("patch",), ("batch",), ("jobs/status",)),
             events_rule(),
         ],
