@@ -297,7 +297,8 @@ class Ownership:
     is kept while its labels match and released (its owner reference removed) when they no
     longer do. An orphan that matches is adopted (the owner reference added), unless the owner
     or the object is being deleted; ``can_adopt`` (upstream: a fresh read of the owner) is
-    asked once before the first adoption.
+    asked once before the first adoption. ``accept`` narrows what matches beyond the
+    selector (upstream's ``ClaimPods`` filters: a StatefulSet claims only pods named after it).
     """
 
     def __init__(
@@ -309,8 +310,10 @@ class Ownership:
         *,
         can_adopt: Callable[[], Awaitable[bool]] | None = None,
         adopt_finalizers: tuple[str, ...] = (),
+        accept: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self.client = client
+        self.accept = accept
         self.resource = resource
         self.owner = owner
         self.selector = selector
@@ -325,7 +328,7 @@ class Ownership:
         for obj in objects:
             ref = controller_of(obj)
             labels = (obj.get("metadata") or {}).get("labels") or {}
-            matches = self.selector.matches(labels)
+            matches = self.selector.matches(labels) and (self.accept is None or self.accept(obj))
             if ref is not None:
                 if ref.get("uid") != owner_uid:
                     continue
