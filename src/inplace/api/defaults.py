@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_defaults",
+    "default_cron_job",
+    "default_daemon_set",
     "default_deployment",
     "default_endpoint_slice",
     "default_endpoints",
@@ -56,6 +58,7 @@ __all__ = [
     "default_role_binding",
     "default_secret",
     "default_service",
+    "default_stateful_set",
     "image_pull_policy",
     "spec_changed",
 ]
@@ -75,6 +78,10 @@ JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 LEGACY_JOB_CONTROLLER_UID_LABEL: Final = "controller-uid"
 LEGACY_JOB_NAME_LABEL: Final = "job-name"
+#: apps/v1's form of a DaemonSet's internal ``spec.templateGeneration`` (upstream's
+#: ``appsv1.DeprecatedTemplateGeneration``): the server counts template changes in it and the
+#: DaemonSet controller labels pods ``pod-template-generation`` with it.
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
 
 _MAX_INT32: Final = 2**31 - 1
 _VOLUME_SOURCES: Final = (
@@ -444,6 +451,93 @@ def default_job(obj: dict[str, Any], on_create: bool) -> None:
     _template(spec)
     if on_create and spec.get("manualSelector") is not True:
         _generate_job_selector(obj, spec)
+
+
+def default_stateful_set(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_StatefulSet``: ``OrderedReady`` pods, a rolling update from partition 0
+    (``maxUnavailable`` stays unset: the ``MaxUnavailableStatefulSet`` gate is off in v1.36),
+    claims retained, one replica, ten revisions; the claim templates' defaults as claims'."""
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _setdefault(spec, "podManagementPolicy", "OrderedReady")
+    strategy = _dict(spec, "updateStrategy")
+    if strategy is not None:
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            if strategy.get("rollingUpdate") is None:
+                strategy["rollingUpdate"] = {}
+        rolling = _existing_dict(strategy, "rollingUpdate")
+        if (
+            strategy.get("type") == "RollingUpdate"
+            and rolling is not None
+            and rolling.get("partition") is None
+        ):
+            rolling["partition"] = 0
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        _setdefault(retention, "whenDeleted", "Retain")
+        _setdefault(retention, "whenScaled", "Retain")
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    _template(spec)
+    for claim in _dicts(spec, "volumeClaimTemplates"):
+        default_persistent_volume_claim(claim, on_create)
+
+
+def default_daemon_set(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_DaemonSet``: a rolling update one pod at a time without surge, ten
+    revisions."""
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    strategy = _dict(spec, "updateStrategy")
+    if strategy is not None:
+        _setdefault(strategy, "type", "RollingUpdate")
+        if strategy.get("type") == "RollingUpdate":
+            rolling = _dict(strategy, "rollingUpdate")
+            if rolling is not None:
+                if rolling.get("maxUnavailable") is None:
+                    rolling["maxUnavailable"] = 1
+                if rolling.get("maxSurge") is None:
+                    rolling["maxSurge"] = 0
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    _template(spec)
+    _template_generation_annotation(obj)
+
+
+def _template_generation_annotation(obj: dict[str, Any]) -> None:
+    """apps/v1's conversion always writes the annotation (the internal
+    ``templateGeneration``, 0 until the strategy sets it), so a writer's managedFields own
+    it as upstream's do."""
+    metadata = _dict(obj, "metadata")
+    annotations = _dict(metadata, "annotations") if metadata is not None else None
+    if annotations is not None and annotations.get(TEMPLATE_GENERATION_ANNOTATION) is None:
+        annotations[TEMPLATE_GENERATION_ANNOTATION] = "0"
+
+
+def default_cron_job(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_CronJob`` and the generated defaults of its job template: the pod
+    template's and the failure policy's, not ``SetDefaults_Job`` (which takes a Job, not a
+    template: a CronJob's template has no completions, backoff limit or selector until the
+    controller makes a Job of it)."""
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _setdefault(spec, "concurrencyPolicy", "Allow")
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    if spec.get("successfulJobsHistoryLimit") is None:
+        spec["successfulJobsHistoryLimit"] = 3
+    if spec.get("failedJobsHistoryLimit") is None:
+        spec["failedJobsHistoryLimit"] = 1
+    job_spec = _existing_dict(_existing_dict(spec, "jobTemplate"), "spec")
+    if job_spec is not None:
+        _pod_failure_policy(job_spec.get("podFailurePolicy"))
+        _template(job_spec)
 
 
 def _pod_failure_policy(policy: object) -> None:

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 
 from inplace.api import defaults, lifecycle, selectors, services, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate
-from inplace.api.validation import autoscaling, cluster, config, pods, rbac, resize, workloads
+from inplace.api.validation import (
+    apps,
+    autoscaling,
+    batch,
+    cluster,
+    config,
+    pods,
+    rbac,
+    resize,
+    workloads,
+)
 from inplace.api.validation import services as service_rules
 from inplace.api.validation import storage as storage_rules
 
@@ -333,6 +343,61 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        True,
+        ("sts",),
+        ("status", "scale"),
+        ("all",),
+        model="V1StatefulSet",
+        strategy=Strategy(
+            defaults=defaults.default_stateful_set,
+            prepare_for_create=lifecycle.prepare_stateful_set_for_create,
+            prepare_for_update=lifecycle.prepare_stateful_set_for_update,
+            validate=apps.validate_stateful_set,
+            validate_update=apps.validate_stateful_set_update,
+            validate_status_update=apps.validate_stateful_set_status_update,
+            table=tables.STATEFUL_SET_TABLE,
+        ),
+    ),
+    Kind(
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        True,
+        ("ds",),
+        ("status",),
+        ("all",),
+        model="V1DaemonSet",
+        strategy=Strategy(
+            defaults=defaults.default_daemon_set,
+            prepare_for_create=lifecycle.prepare_daemon_set_for_create,
+            finish_update=lifecycle.finish_daemon_set_update,
+            prepare_for_status_update=lifecycle.prepare_daemon_set_status_update,
+            validate=apps.validate_daemon_set,
+            validate_update=apps.validate_daemon_set_update,
+            validate_status_update=apps.validate_daemon_set_status_update,
+            table=tables.DAEMON_SET_TABLE,
+        ),
+    ),
+    Kind(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        True,
+        model="V1ControllerRevision",
+        strategy=Strategy(
+            validate=apps.validate_controller_revision,
+            validate_update=apps.validate_controller_revision_update,
+            table=tables.CONTROLLER_REVISION_TABLE,
+            bumps_generation=False,
+        ),
+    ),
+    Kind(
         "batch",
         "v1",
         "Job",
@@ -349,6 +414,25 @@ KINDS: tuple[Kind, ...] = (
             validate_status_update=workloads.validate_job_status_update,
             table=tables.JOB_TABLE,
             selectable_fields=selectors.JOB_FIELDS,
+        ),
+    ),
+    Kind(
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        True,
+        ("cj",),
+        ("status",),
+        ("all",),
+        model="V1CronJob",
+        strategy=Strategy(
+            defaults=defaults.default_cron_job,
+            prepare_for_create=lifecycle.prepare_cron_job_for_create,
+            validate=batch.validate_cron_job,
+            validate_update=batch.validate_cron_job_update,
+            validate_status_update=batch.validate_cron_job_status_update,
+            table=tables.CRON_JOB_TABLE,
         ),
     ),
     Kind(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.defaults import TEMPLATE_GENERATION_ANNOTATION
 from inplace.api.quantity import Quantity
 from inplace.api.resources import qos_class
 from inplace.api.storage import (
@@ -36,10 +37,16 @@ __all__ = [
     "admit_pod",
     "admit_pod_priority",
     "admit_pod_service_account",
+    "finish_daemon_set_update",
     "pod_grace_period",
+    "prepare_cron_job_for_create",
+    "prepare_daemon_set_for_create",
+    "prepare_daemon_set_status_update",
     "prepare_pod_for_create",
     "prepare_pod_resize",
     "prepare_pod_status_update",
+    "prepare_stateful_set_for_create",
+    "prepare_stateful_set_for_update",
 ]
 
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
@@ -324,3 +331,95 @@ def admit_persistent_volume_claim_resize(
             forbidden + "only dynamically provisioned pvc can be resized and the storageclass "
             "that provisions the pvc must support resize",
         )
+
+
+# -- revisioned workloads and CronJobs ---------------------------------------------------------
+
+
+def _int_annotation(obj: Mapping[str, Any], key: str) -> int | None:
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    value = annotations.get(key) if isinstance(annotations, Mapping) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(value, 10)
+    except ValueError:
+        return None
+
+
+def _set_annotation(obj: dict[str, Any], key: str, value: str) -> None:
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        return
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = metadata["annotations"] = {}
+    annotations[key] = value
+
+
+def _rolling_update(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec")
+    strategy = spec.get("updateStrategy") if isinstance(spec, Mapping) else None
+    rolling = strategy.get("rollingUpdate") if isinstance(strategy, Mapping) else None
+    return rolling if isinstance(rolling, dict) else None
+
+
+def prepare_stateful_set_for_create(obj: dict[str, Any]) -> None:
+    """Upstream's StatefulSet ``PrepareForCreate``: no status but the counters apps/v1
+    always prints, and no ``maxUnavailable`` (the ``MaxUnavailableStatefulSet`` gate is off
+    in v1.36)."""
+    obj["status"] = {"replicas": 0, "availableReplicas": 0}
+    rolling = _rolling_update(obj)
+    if rolling is not None:
+        rolling.pop("maxUnavailable", None)
+
+
+def prepare_stateful_set_for_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Upstream's ``dropStatefulSetDisabledFields``: ``maxUnavailable`` is kept only by a
+    StatefulSet that already had it."""
+    old_rolling = _rolling_update(old)
+    if old_rolling is not None and old_rolling.get("maxUnavailable") is not None:
+        return
+    rolling = _rolling_update(new)
+    if rolling is not None:
+        rolling.pop("maxUnavailable", None)
+
+
+def prepare_daemon_set_for_create(obj: dict[str, Any]) -> None:
+    """Upstream's DaemonSet ``PrepareForCreate``: no status but the counters apps/v1 always
+    prints, and a template generation of at least 1 (apps/v1 shows the internal
+    ``spec.templateGeneration`` as an annotation, which the controller labels pods with)."""
+    obj["status"] = {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    }
+    generation = _int_annotation(obj, TEMPLATE_GENERATION_ANNOTATION)
+    if generation is None or generation < 1:
+        _set_annotation(obj, TEMPLATE_GENERATION_ANNOTATION, "1")
+
+
+def finish_daemon_set_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Upstream's DaemonSet ``PrepareForUpdate``: the template generation is the stored one,
+    plus one when the (defaulted) template changed; a writer cannot set it."""
+    generation = _int_annotation(old, TEMPLATE_GENERATION_ANNOTATION) or 0
+    new_spec, old_spec = new.get("spec"), old.get("spec")
+    new_template = new_spec.get("template") if isinstance(new_spec, Mapping) else None
+    old_template = old_spec.get("template") if isinstance(old_spec, Mapping) else None
+    if new_template != old_template:
+        generation += 1
+    _set_annotation(new, TEMPLATE_GENERATION_ANNOTATION, str(generation))
+
+
+def prepare_daemon_set_status_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """The status subresource keeps the whole stored spec, the template generation too."""
+    generation = _int_annotation(old, TEMPLATE_GENERATION_ANNOTATION)
+    if generation is not None:
+        _set_annotation(new, TEMPLATE_GENERATION_ANNOTATION, str(generation))
+
+
+def prepare_cron_job_for_create(obj: dict[str, Any]) -> None:
+    """Upstream's CronJob ``PrepareForCreate``: no status."""
+    obj["status"] = {}

@@ -143,6 +143,10 @@ class Strategy:
     #: Upstream ``PrepareForUpdate`` of the object itself, after the stored status is kept:
     #: what the stored object lends a request that left it out (a Service's cluster IP).
     prepare_for_update: Reset | None = None
+    #: The part of upstream's ``PrepareForUpdate`` that compares the decoded (defaulted,
+    #: canonical) object with the stored one: a DaemonSet's template generation counts
+    #: template changes. Runs on updates of the object itself, before the field manager.
+    finish_update: Reset | None = None
     #: Upstream ``PrepareForUpdate`` of the ``status`` subresource, after the stored spec is
     #: kept: what else a status write may not change, or keeps when it leaves it out.
     prepare_for_status_update: Reset | None = None

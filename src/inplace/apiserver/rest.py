@@ -450,6 +450,8 @@ class REST:
         if defaults:
             api_defaults.apply_defaults(kind, new, on_create=False)
         canonicalize(kind, new)
+        if subresource is None and kind.strategy.finish_update is not None:
+            kind.strategy.finish_update(new, old)
         if api_defaults.spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not managed_fields:

@@ -161,7 +161,7 @@ def _success(code: int = 201) -> dict[str, Any]:
 
 
 def scale_of(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale view of a Deployment or ReplicaSet."""
+    """The autoscaling/v1 Scale view of a Deployment, ReplicaSet or StatefulSet."""
     meta = obj["metadata"]
     selector = obj.get("spec", {}).get("selector") or {}
     try:

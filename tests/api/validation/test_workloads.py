@@ -96,8 +96,8 @@ INVALID: list[tuple[str, Kind, Callable[[], dict[str, Any]], list[str]]] = [
             "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
             "spec.completions: Invalid value: -2: must be greater than or equal to 0",
             "spec.backoffLimit: Invalid value: -3: must be greater than or equal to 0",
-            'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: '
-            '"OnFailure", "Never"',
+            # upstream v1.36's validateJobSpec: Always (the template default) is "Required"
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"',
         ],
     ),
     (

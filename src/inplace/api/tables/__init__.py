@@ -47,12 +47,24 @@ from inplace.api.tables.storage import (
     PERSISTENT_VOLUME_TABLE,
     STORAGE_CLASS_TABLE,
 )
-from inplace.api.tables.workloads import DEPLOYMENT_TABLE, JOB_TABLE, PDB_TABLE, REPLICA_SET_TABLE
+from inplace.api.tables.workloads import (
+    CONTROLLER_REVISION_TABLE,
+    CRON_JOB_TABLE,
+    DAEMON_SET_TABLE,
+    DEPLOYMENT_TABLE,
+    JOB_TABLE,
+    PDB_TABLE,
+    REPLICA_SET_TABLE,
+    STATEFUL_SET_TABLE,
+)
 
 __all__ = [
     "CLUSTER_ROLE_BINDING_TABLE",
     "CLUSTER_ROLE_TABLE",
     "CONFIG_MAP_TABLE",
+    "CONTROLLER_REVISION_TABLE",
+    "CRON_JOB_TABLE",
+    "DAEMON_SET_TABLE",
     "DEFAULT_TABLE",
     "DEPLOYMENT_TABLE",
     "ENDPOINTS_TABLE",
@@ -73,6 +85,7 @@ __all__ = [
     "SECRET_TABLE",
     "SERVICE_ACCOUNT_TABLE",
     "SERVICE_TABLE",
+    "STATEFUL_SET_TABLE",
     "STORAGE_CLASS_TABLE",
     "VPA_TABLE",
     "Column",

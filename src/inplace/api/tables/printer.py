@@ -205,6 +205,13 @@ def format_selector(selector: Any, *, empty: str, invalid: str) -> str:
     return text or empty
 
 
+def format_labels(labels: Any) -> str:
+    """Upstream ``labels.FormatLabels``: sorted ``k=v`` pairs, ``<none>`` when empty."""
+    if not isinstance(labels, Mapping) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
 def condition(conditions: list[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
     return next((c for c in conditions if c.get("type") == type_), None)
 

@@ -14,6 +14,7 @@ from inplace.api.tables.printer import (
     Row,
     TablePrinter,
     age,
+    format_labels,
     get_path,
     list_at,
     name_of,
@@ -138,13 +139,6 @@ def _ports(ports: list[Mapping[str, Any]]) -> str:
     return ",".join(pieces)
 
 
-def _labels(selector: Any) -> str:
-    """Upstream ``labels.FormatLabels``: sorted ``k=v`` pairs, ``<none>`` when empty."""
-    if not isinstance(selector, Mapping) or not selector:
-        return "<none>"
-    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-
-
 def _print_service(svc: Mapping[str, Any], now: datetime) -> Row:
     spec = get_path(svc, "spec")
     spec = spec if isinstance(spec, Mapping) else {}
@@ -157,7 +151,7 @@ def _print_service(svc: Mapping[str, Any], now: datetime) -> Row:
         _external_ip(spec, get_path(svc, "status")),
         ports,
         age(svc, now),
-        _labels(spec.get("selector")),
+        format_labels(spec.get("selector")),
     ]
     return cells, None
 

@@ -323,8 +323,9 @@ def validate_persistent_volume_update(
 # -- PersistentVolumeClaim -------------------------------------------------------------------
 
 
-def _pvc_spec(errs: list[FieldError], spec: Mapping[str, Any]) -> None:
-    path = "spec"
+def validate_pvc_spec(errs: list[FieldError], spec: Mapping[str, Any], path: str = "spec") -> None:
+    """Upstream ``ValidatePersistentVolumeClaimSpec`` at `path` (a claim's ``spec``, or a
+    StatefulSet's ``spec.volumeClaimTemplates[i].spec``)."""
     _access_modes(
         errs,
         spec.get("accessModes"),
@@ -350,7 +351,7 @@ def _pvc_spec(errs: list[FieldError], spec: Mapping[str, Any]) -> None:
 def validate_persistent_volume_claim(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
     """Upstream ``ValidatePersistentVolumeClaim``."""
     validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
-    _pvc_spec(errs, as_map(errs, obj.get("spec"), "spec"))
+    validate_pvc_spec(errs, as_map(errs, obj.get("spec"), "spec"))
 
 
 def _storage_request(spec: Mapping[str, Any]) -> Quantity | None:

@@ -49,7 +49,7 @@ from inplace.api.validation.resize import validate_pod_resize
 # -- workloads -----------------------------------------------------------------------------------
 
 
-def _validate_int_or_percent(errs: list[FieldError], value: object, path: str) -> None:
+def validate_int_or_percent(errs: list[FieldError], value: object, path: str) -> None:
     """Upstream ``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
     if isinstance(value, str):
         if not PERCENT_RE.fullmatch(value):
@@ -65,7 +65,7 @@ def _validate_int_or_percent(errs: list[FieldError], value: object, path: str) -
         errs.append(invalid(path, value, "must be an integer or percentage (e.g '5%')"))
 
 
-def _int_or_percent_is_zero(value: object) -> bool:
+def int_or_percent_is_zero(value: object) -> bool:
     if isinstance(value, str) and PERCENT_RE.fullmatch(value):
         return int(value[:-1]) == 0
     return value == 0 and not isinstance(value, bool)
@@ -135,11 +135,9 @@ def validate_deployment(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
             rolling_map = as_map(errs, rolling, "spec.strategy.rollingUpdate")
             unavailable = rolling_map.get("maxUnavailable")
             surge = rolling_map.get("maxSurge")
-            _validate_int_or_percent(
-                errs, unavailable, "spec.strategy.rollingUpdate.maxUnavailable"
-            )
-            _validate_int_or_percent(errs, surge, "spec.strategy.rollingUpdate.maxSurge")
-            if _int_or_percent_is_zero(unavailable) and _int_or_percent_is_zero(surge):
+            validate_int_or_percent(errs, unavailable, "spec.strategy.rollingUpdate.maxUnavailable")
+            validate_int_or_percent(errs, surge, "spec.strategy.rollingUpdate.maxSurge")
+            if int_or_percent_is_zero(unavailable) and int_or_percent_is_zero(surge):
                 errs.append(
                     invalid(
                         "spec.strategy.rollingUpdate.maxUnavailable",
@@ -203,11 +201,11 @@ _COMPLETION_MODES: Final = ("NonIndexed", "Indexed")
 _POD_REPLACEMENT_POLICIES: Final = ("TerminatingOrFailed", "Failed")
 
 
-def validate_job(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    """Upstream ``ValidateJob``. The selector may be absent on input: the job strategy
-    generates it from the uid (see ``apply_defaults``)."""
-    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
-    spec = as_map(errs, obj.get("spec"), "spec")
+def validate_job_spec(
+    errs: list[FieldError], spec: Mapping[str, Any], path: str
+) -> Mapping[str, Any]:
+    """Upstream ``validateJobSpec`` at `path` (a Job's ``spec``, a CronJob's
+    ``spec.jobTemplate.spec``): everything but the selector. Returns the template."""
     for key in (
         "parallelism",
         "completions",
@@ -217,30 +215,48 @@ def validate_job(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
         "backoffLimitPerIndex",
         "maxFailedIndexes",
     ):
-        nonnegative(errs, spec.get(key), f"spec.{key}")
+        nonnegative(errs, spec.get(key), f"{path}.{key}")
     for key in ("suspend", "manualSelector"):
-        check_bool(errs, spec.get(key), f"spec.{key}")
+        check_bool(errs, spec.get(key), f"{path}.{key}")
     mode = spec.get("completionMode")
     if mode is not None:
         if mode not in _COMPLETION_MODES:
-            errs.append(not_supported("spec.completionMode", mode, _COMPLETION_MODES))
+            errs.append(not_supported(f"{path}.completionMode", mode, _COMPLETION_MODES))
         elif mode == "Indexed" and spec.get("completions") is None:
-            errs.append(required("spec.completions", "when completion mode is Indexed"))
+            errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
     replacement = spec.get("podReplacementPolicy")
     if replacement is not None and replacement not in _POD_REPLACEMENT_POLICIES:
         errs.append(
-            not_supported("spec.podReplacementPolicy", replacement, _POD_REPLACEMENT_POLICIES)
+            not_supported(f"{path}.podReplacementPolicy", replacement, _POD_REPLACEMENT_POLICIES)
         )
-    template = validate_pod_template(errs, spec.get("template"), "spec.template")
+    template = validate_pod_template(errs, spec.get("template"), f"{path}.template")
     restart = lookup(template, "spec", "restartPolicy")
-    if restart not in ("OnFailure", "Never"):
+    restart_path = f"{path}.template.spec.restartPolicy"
+    if restart in ("Always", "", None):
+        errs.append(required(restart_path, 'valid values: "OnFailure", "Never"'))
+    elif restart not in ("OnFailure", "Never"):
         errs.append(
             not_supported(
-                "spec.template.spec.restartPolicy",
-                restart if isinstance(restart, str) else "",
-                ("OnFailure", "Never"),
+                restart_path, restart if isinstance(restart, str) else "", ("OnFailure", "Never")
             )
         )
+    elif spec.get("podFailurePolicy") is not None and restart != "Never":
+        errs.append(
+            invalid(
+                restart_path,
+                restart,
+                'only "Never" is supported when podFailurePolicy is specified',
+            )
+        )
+    return template
+
+
+def validate_job(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    """Upstream ``ValidateJob``. The selector may be absent on input: the job strategy
+    generates it from the uid (see ``apply_defaults``)."""
+    validate_object_meta(errs, obj, namespaced=True, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    template = validate_job_spec(errs, spec, "spec")
     selector = spec.get("selector")
     if selector is None:
         if spec.get("manualSelector") is True:
@@ -329,9 +345,9 @@ def validate_pdb(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
     if min_available is not None and max_unavailable is not None:
         errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
     if min_available is not None:
-        _validate_int_or_percent(errs, min_available, "spec.minAvailable")
+        validate_int_or_percent(errs, min_available, "spec.minAvailable")
     if max_unavailable is not None:
-        _validate_int_or_percent(errs, max_unavailable, "spec.maxUnavailable")
+        validate_int_or_percent(errs, max_unavailable, "spec.maxUnavailable")
     if spec.get("selector") is not None:
         validate_label_selector(errs, spec.get("selector"), "spec.selector")
     policy = spec.get("unhealthyPodEvictionPolicy")
