@@ -8,7 +8,20 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from inplace.client import DEPLOYMENTS, PODS, REPLICASETS, APINotFoundError, Client, Resource
+from inplace.client import (
+    CONTROLLERREVISIONS,
+    CRONJOBS,
+    DAEMONSETS,
+    DEPLOYMENTS,
+    JOBS,
+    PERSISTENTVOLUMECLAIMS,
+    PODS,
+    REPLICASETS,
+    STATEFULSETS,
+    APINotFoundError,
+    Client,
+    Resource,
+)
 from tests.controllers.conftest import Harness
 from tests.controllers.deployment.test_controller import deployment
 from tests.controllers.test_replicaset import replica_set
@@ -120,3 +133,171 @@ async def test_dangling_references_are_collected_and_dead_ones_dropped(harness: 
 
 async def _count(harness: Harness, selector: str, want: int) -> bool:
     return len(await harness.pods(selector=selector)) == want
+
+
+# -- the revisioned workloads and CronJobs as owners ---------------------------------------------
+
+_TEMPLATE = {
+    "metadata": {"labels": {"app": "owned"}},
+    "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+}
+
+
+def _owner_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _stateful_set(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 0,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": "owned"}},
+            "template": _TEMPLATE,
+        },
+    }
+
+
+def _daemon_set(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "owned"}}, "template": _TEMPLATE},
+    }
+
+
+def _revision(name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": [_owner_ref(owner)]},
+        "revision": 1,
+        "data": {"spec": {"template": {**_TEMPLATE, "$patch": "replace"}}},
+    }
+
+
+def _claim(name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": [_owner_ref(owner)]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+async def test_a_stateful_sets_pods_revisions_and_claims_follow_it(harness: Harness) -> None:
+    """Background: the pod, the ControllerRevision and the claim a StatefulSet owns go with it
+    (a claim is owned when ``persistentVolumeClaimRetentionPolicy.whenDeleted`` is Delete)."""
+    client = harness.client
+    await harness.start("garbagecollector")
+    sts = await client.create(STATEFULSETS, _stateful_set("web"))
+    await client.create(PODS, bare_pod("web-0", [_owner_ref(sts)]))
+    await client.create(CONTROLLERREVISIONS, _revision("web-1", sts))
+    await client.create(PERSISTENTVOLUMECLAIMS, _claim("data-web-0", sts))
+    await client.delete(STATEFULSETS, "web", namespace="default", propagation_policy="Background")
+    for resource, name in ((PODS, "web-0"), (CONTROLLERREVISIONS, "web-1")):
+        await await_until(
+            lambda r=resource, n=name: gone(client, r, n), what=f"{resource.kind} {name} collected"
+        )
+    # A claim keeps its kubernetes.io/pvc-protection finalizer until the protection
+    # controller (not running here) removes it: deleted is Terminating.
+    await await_until(
+        lambda: _deleting(client, PERSISTENTVOLUMECLAIMS, "data-web-0"), what="the claim deleted"
+    )
+
+
+async def _deleting(client: Client, resource: Resource, name: str) -> bool:
+    try:
+        obj = await client.get(resource, name, namespace="default")
+    except APINotFoundError:
+        return True
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+async def test_a_daemon_set_in_the_foreground_goes_after_its_pods(harness: Harness) -> None:
+    client = harness.client
+    await harness.start("garbagecollector")
+    ds = await client.create(DAEMONSETS, _daemon_set("agent"))
+    await client.create(PODS, bare_pod("agent-a", [_owner_ref(ds)]))
+    await client.create(CONTROLLERREVISIONS, _revision("agent-1", ds))
+    async with deletions(client, [PODS, CONTROLLERREVISIONS, DAEMONSETS]) as order:
+        await client.delete(
+            DAEMONSETS, "agent", namespace="default", propagation_policy="Foreground"
+        )
+        await await_until(lambda: gone(client, DAEMONSETS, "agent"), what="the DaemonSet gone")
+        await asyncio.sleep(0.1)
+    assert order[-1] == "DaemonSet/agent", order
+    assert sorted(order[:-1]) == ["ControllerRevision/agent-1", "Pod/agent-a"], order
+
+
+async def test_orphaning_a_cron_job_keeps_its_jobs(harness: Harness) -> None:
+    client = harness.client
+    await harness.start("garbagecollector")
+    cron_job = await client.create(
+        CRONJOBS,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "tick", "namespace": "default"},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "suspend": True,
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "main", "image": "busybox"}],
+                            }
+                        }
+                    }
+                },
+            },
+        },
+    )
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "tick-1",
+            "namespace": "default",
+            "ownerReferences": [_owner_ref(cron_job)],
+        },
+        "spec": {"suspend": True, "template": cron_job["spec"]["jobTemplate"]["spec"]["template"]},
+    }
+    await client.create(JOBS, job)
+    await client.create(JOBS, {**job, "metadata": {**job["metadata"], "name": "tick-2"}})
+    await client.delete(CRONJOBS, "tick", namespace="default", propagation_policy="Orphan")
+    await await_until(lambda: gone(client, CRONJOBS, "tick"), what="the CronJob deleted")
+    for name in ("tick-1", "tick-2"):
+        kept = await client.get(JOBS, name, namespace="default")
+        assert not kept["metadata"].get("ownerReferences")
+    await client.delete(JOBS, "tick-2", namespace="default")
+    # A Job whose CronJob is gone (deleted in the background) is collected.
+    cron_job = await client.create(
+        CRONJOBS, {**cron_job, "metadata": {"name": "tock", "namespace": "default"}}
+    )
+    await client.create(
+        JOBS,
+        {
+            **job,
+            "metadata": {
+                "name": "tock-1",
+                "namespace": "default",
+                "ownerReferences": [_owner_ref(cron_job)],
+            },
+        },
+    )
+    await client.delete(CRONJOBS, "tock", namespace="default", propagation_policy="Background")
+    await await_until(lambda: gone(client, JOBS, "tock-1"), what="the Job collected")

@@ -23,14 +23,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from inplace.client import (
+    CONTROLLERREVISIONS,
+    CRONJOBS,
+    DAEMONSETS,
     DEPLOYMENTS,
     JOBS,
     LEASES,
     NAMESPACES,
     NODES,
+    PERSISTENTVOLUMECLAIMS,
     PODDISRUPTIONBUDGETS,
     PODS,
     REPLICASETS,
+    STATEFULSETS,
     APIConflictError,
     APINotFoundError,
     Informer,
@@ -52,12 +57,20 @@ DEPENDENT_RESOURCES: tuple[Resource, ...] = (
     PODS,
     REPLICASETS,
     DEPLOYMENTS,
+    STATEFULSETS,
+    DAEMONSETS,
+    CONTROLLERREVISIONS,
+    PERSISTENTVOLUMECLAIMS,
     JOBS,
+    CRONJOBS,
     PODDISRUPTIONBUDGETS,
     LEASES,
     NODES,
 )
-"""The kinds whose objects are followed (as dependents and as owners)."""
+"""The kinds whose objects are followed (as dependents and as owners): what the workload
+controllers own (pods, ReplicaSets, ControllerRevisions, a StatefulSet's claims, a CronJob's
+Jobs) and what owns them. Upstream's collector follows every served kind; an owner of a kind
+not listed here is never presumed gone."""
 
 _OWNER_KINDS: dict[tuple[str, str], Resource] = {
     (r.group, r.kind): r for r in (*DEPENDENT_RESOURCES, NAMESPACES)
