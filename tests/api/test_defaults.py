@@ -23,6 +23,10 @@ POD = kind("", "Pod")
 DEPLOYMENT = kind("apps", "Deployment")
 REPLICASET = kind("apps", "ReplicaSet")
 JOB = kind("batch", "Job")
+STATEFULSET = kind("apps", "StatefulSet")
+DAEMONSET = kind("apps", "DaemonSet")
+CRONJOB = kind("batch", "CronJob")
+CONTROLLERREVISION = kind("apps", "ControllerRevision")
 PDB = kind("policy", "PodDisruptionBudget")
 PRIORITY_CLASS = kind("scheduling.k8s.io", "PriorityClass")
 NAMESPACE = kind("", "Namespace")
@@ -336,7 +340,112 @@ def test_other_kinds() -> None:
     assert apply_defaults(EVENT, copy.deepcopy(event)) == event
 
 
-@pytest.mark.parametrize("k", [POD, DEPLOYMENT, REPLICASET, JOB, NAMESPACE, PRIORITY_CLASS, NODE])
+def test_stateful_set_defaults() -> None:
+    """``SetDefaults_StatefulSet`` (v1.36, ``MaxUnavailableStatefulSet`` off: no
+    maxUnavailable), the template's pod defaults and the claim templates' claim defaults."""
+    obj = apply_defaults(
+        STATEFULSET,
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "template": template(),
+                "volumeClaimTemplates": [
+                    {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {}}}}
+                ],
+            },
+        },
+    )
+    spec = obj["spec"]
+    assert {k: v for k, v in spec.items() if k not in ("template", "volumeClaimTemplates")} == {
+        "podManagementPolicy": "OrderedReady",
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+        "replicas": 1,
+        "revisionHistoryLimit": 10,
+    }
+    assert spec["template"]["spec"]["restartPolicy"] == "Always"
+    claim = spec["volumeClaimTemplates"][0]
+    assert claim["spec"]["volumeMode"] == "Filesystem"
+    assert claim["status"] == {"phase": "Pending"}
+    on_delete = apply_defaults(STATEFULSET, {"spec": {"updateStrategy": {"type": "OnDelete"}}})
+    assert on_delete["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    given = apply_defaults(
+        STATEFULSET,
+        {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}},
+    )
+    assert given["spec"]["updateStrategy"]["rollingUpdate"] == {"partition": 2}
+
+
+def test_daemon_set_defaults() -> None:
+    obj = apply_defaults(
+        DAEMONSET, {"metadata": {"name": "agent"}, "spec": {"template": template()}}
+    )
+    assert obj["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+    }
+    assert obj["spec"]["revisionHistoryLimit"] == 10
+    assert obj["spec"]["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
+    # apps/v1 always shows the internal template generation (the strategy sets it).
+    assert obj["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "0"}
+    on_delete = apply_defaults(DAEMONSET, {"spec": {"updateStrategy": {"type": "OnDelete"}}})
+    assert on_delete["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_cron_job_defaults_and_its_job_template_is_not_a_job() -> None:
+    """``SetDefaults_CronJob`` and the pod template's defaults; the job template gets none of
+    ``SetDefaults_Job`` (no completions, backoff limit, selector or labels)."""
+    job_template = {
+        "spec": {
+            "template": template(),
+            "podFailurePolicy": {
+                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+            },
+        }
+    }
+    obj = apply_defaults(
+        CRONJOB,
+        {
+            "metadata": {"name": "tick", "uid": "u"},
+            "spec": {"schedule": "@hourly", "jobTemplate": job_template},
+        },
+    )
+    spec = obj["spec"]
+    assert {k: v for k, v in spec.items() if k not in ("jobTemplate",)} == {
+        "schedule": "@hourly",
+        "concurrencyPolicy": "Allow",
+        "suspend": False,
+        "successfulJobsHistoryLimit": 3,
+        "failedJobsHistoryLimit": 1,
+    }
+    job_spec = spec["jobTemplate"]["spec"]
+    assert set(job_spec) == {"template", "podFailurePolicy"}
+    assert job_spec["template"]["spec"]["restartPolicy"] == "Always"
+    assert job_spec["template"]["metadata"] == {"labels": {"app": "web"}}
+    assert job_spec["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"] == "True"
+    assert "labels" not in obj["metadata"]
+
+
+def test_controller_revisions_are_not_defaulted() -> None:
+    revision = {"metadata": {"name": "r"}, "revision": 1, "data": {"spec": {}}}
+    assert apply_defaults(CONTROLLERREVISION, copy.deepcopy(revision)) == revision
+
+
+@pytest.mark.parametrize(
+    "k",
+    [
+        POD,
+        DEPLOYMENT,
+        REPLICASET,
+        JOB,
+        NAMESPACE,
+        PRIORITY_CLASS,
+        NODE,
+        STATEFULSET,
+        DAEMONSET,
+        CRONJOB,
+    ],
+)
 def test_defaulting_is_idempotent(k: Kind) -> None:
     obj: dict[str, Any] = {
         "metadata": {"name": "x", "uid": "u"},

@@ -1,4 +1,5 @@
-"""Deployments, ReplicaSets, Jobs and PodDisruptionBudgets, as upstream prints them."""
+"""Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions, Jobs, CronJobs and
+PodDisruptionBudgets, as upstream prints them."""
 
 from __future__ import annotations
 
@@ -151,3 +152,123 @@ def test_pod_disruption_budget() -> None:
     obj["spec"] = {"maxUnavailable": "25%"}
     obj["status"] = {}
     assert cells("PodDisruptionBudget", obj) == ["web-pdb", "N/A", "25%", 0, "30s"]
+
+
+def test_stateful_set() -> None:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "web", "creationTimestamp": ago(5 * MINUTE)},
+        "spec": {"replicas": 3, "template": TEMPLATE},
+        "status": {"replicas": 3, "readyReplicas": 2},
+    }
+    assert by_name("StatefulSet", obj) == {
+        "Name": "web",
+        "Ready": "2/3",
+        "Age": "5m",
+        "Containers": "app,sidecar",
+        "Images": "python:3.11,envoy:1",
+    }
+    obj["status"] = {}
+    assert cells("StatefulSet", obj)[1] == "0/3"
+
+
+def test_daemon_set() -> None:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "agent", "creationTimestamp": ago(3 * HOUR)},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "spec": {**TEMPLATE["spec"], "nodeSelector": {"zone": "b", "disk": "ssd"}}
+            },
+        },
+        "status": {
+            "desiredNumberScheduled": 3,
+            "currentNumberScheduled": 3,
+            "numberReady": 2,
+            "updatedNumberScheduled": 1,
+            "numberAvailable": 2,
+        },
+    }
+    assert by_name("DaemonSet", obj) == {
+        "Name": "agent",
+        "Desired": 3,
+        "Current": 3,
+        "Ready": 2,
+        "Up-to-date": 1,
+        "Available": 2,
+        "Node Selector": "disk=ssd,zone=b",
+        "Age": "3h",
+        "Containers": "app,sidecar",
+        "Images": "python:3.11,envoy:1",
+        "Selector": "app=agent",
+    }
+    del obj["spec"]["template"]["spec"]["nodeSelector"]
+    del obj["spec"]["selector"]
+    obj["status"] = {}
+    row = by_name("DaemonSet", obj)
+    assert (row["Node Selector"], row["Selector"], row["Desired"]) == ("<none>", "<none>", 0)
+
+
+def test_controller_revision() -> None:
+    obj: dict[str, Any] = {
+        "metadata": {
+            "name": "web-7d9c",
+            "creationTimestamp": ago(DAY),
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "1"},
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": "web",
+                    "uid": "2",
+                    "controller": True,
+                },
+            ],
+        },
+        "revision": 4,
+        "data": {},
+    }
+    assert cells("ControllerRevision", obj) == ["web-7d9c", "statefulset.apps/web", 4, "24h"]
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Thing", "name": "t", "uid": "3", "controller": True}
+    ]
+    assert cells("ControllerRevision", obj)[1] == "thing/t"
+    del obj["metadata"]["ownerReferences"]
+    assert cells("ControllerRevision", obj)[1] == "<none>"
+
+
+def test_cron_job() -> None:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "tick", "creationTimestamp": ago(2 * DAY)},
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "timeZone": "Europe/Paris",
+            "suspend": False,
+            "jobTemplate": {"spec": {"template": TEMPLATE}},
+        },
+        "status": {
+            "active": [{"name": "tick-1"}, {"name": "tick-2"}],
+            "lastScheduleTime": ago(90),
+        },
+    }
+    assert by_name("CronJob", obj) == {
+        "Name": "tick",
+        "Schedule": "*/5 * * * *",
+        "Timezone": "Europe/Paris",
+        "Suspend": "False",
+        "Active": 2,
+        "Last Schedule": "90s",
+        "Age": "2d",
+        "Containers": "app,sidecar",
+        "Images": "python:3.11,envoy:1",
+        "Selector": "<none>",
+    }
+    del obj["spec"]["timeZone"]
+    del obj["spec"]["suspend"]
+    obj["status"] = {}
+    row = by_name("CronJob", obj)
+    assert (row["Timezone"], row["Suspend"], row["Active"], row["Last Schedule"]) == (
+        "<none>",
+        "<unset>",
+        0,
+        "<none>",
+    )

@@ -30,6 +30,10 @@ EVENT = kind("", "Event")
 DEPLOYMENT = kind("apps", "Deployment")
 REPLICASET = kind("apps", "ReplicaSet")
 JOB = kind("batch", "Job")
+STATEFULSET = kind("apps", "StatefulSet")
+DAEMONSET = kind("apps", "DaemonSet")
+CONTROLLERREVISION = kind("apps", "ControllerRevision")
+CRONJOB = kind("batch", "CronJob")
 PDB = kind("policy", "PodDisruptionBudget")
 PRIORITY_CLASS = kind("scheduling.k8s.io", "PriorityClass")
 LEASE = kind("coordination.k8s.io", "Lease")
@@ -110,6 +114,45 @@ def job(**spec: Any) -> dict[str, Any]:
         "spec": {"template": template(labels={}, restart="Never"), **spec},
     }
     return apply_defaults(JOB, obj)
+
+
+def stateful_set(**spec: Any) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "serviceName": "web",
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": template(),
+            **spec,
+        },
+    }
+    return apply_defaults(STATEFULSET, obj)
+
+
+def daemon_set(**spec: Any) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template(), **spec},
+    }
+    return apply_defaults(DAEMONSET, obj)
+
+
+def cron_job(**spec: Any) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "tick", "namespace": "default"},
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": template(labels={}, restart="OnFailure")}},
+            **spec,
+        },
+    }
+    return apply_defaults(CRONJOB, obj)
 
 
 def pdb(**spec: Any) -> dict[str, Any]:
