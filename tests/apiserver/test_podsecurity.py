@@ -227,3 +227,51 @@ plugins:
                 "    kind: PodSecurityConfiguration\n    defaults: {enforce: strict}\n",
             )
         )
+
+
+@pytest.mark.parametrize(
+    ("plural", "group", "spec"),
+    [
+        (
+            "statefulsets",
+            "apps",
+            lambda t: {
+                "serviceName": "s",
+                "selector": {"matchLabels": {"app": "w"}},
+                "template": t,
+            },
+        ),
+        (
+            "daemonsets",
+            "apps",
+            lambda t: {"selector": {"matchLabels": {"app": "w"}}, "template": t},
+        ),
+        (
+            "cronjobs",
+            "batch",
+            lambda t: {
+                "schedule": "@hourly",
+                "jobTemplate": {
+                    "spec": {"template": {**t, "spec": {**t["spec"], "restartPolicy": "Never"}}}
+                },
+            },
+        ),
+    ],
+)
+async def test_every_pod_template_kind_is_warned_about(
+    apiserver: InProcessServer, plural: str, group: str, spec: Any
+) -> None:
+    """StatefulSets, DaemonSets and CronJobs (``spec.jobTemplate.spec.template``), as
+    upstream's ``PodSpecExtractor``."""
+    await namespace(apiserver, "strict", enforce="restricted", warn="baseline")
+    template = privileged_pod()
+    template["metadata"] = {"labels": {"app": "w"}}
+    body = {"metadata": {"name": "w"}, "spec": spec(template)}
+    status, answer, warnings = await call(
+        apiserver, "POST", f"/apis/{group}/v1/namespaces/strict/{plural}", body
+    )
+    assert status == 201, answer
+    assert warnings == [
+        '299 - "would violate PodSecurity \\"baseline:latest\\": privileged (container \\"app\\" '
+        'must not set securityContext.privileged=true)"'
+    ]
