@@ -750,3 +750,13 @@ def test_the_update_revision_is_found_renumbered_or_created() -> None:
 
 def test_ordinal_of_a_placeholder() -> None:
     assert ordinal_of(pod(7)) == 7
+
+
+def test_replacing_a_pod_at_no_revision_counts_nothing_off() -> None:
+    sts, _ = image_update()
+    orphan = pod(2)
+    del orphan["metadata"]["labels"]["controller-revision-hash"]
+    result = run(sts, [pod(0), pod(1), orphan], update=REV2_IMAGE)
+    assert actions(result) == [("delete", "web-2")]
+    done = [a for phase in result.phases for step in phase.steps for a in step]
+    assert settle_status(sts, result.status, done)["currentReplicas"] == 2

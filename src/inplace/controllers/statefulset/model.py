@@ -429,7 +429,10 @@ def settle_status(sts: Mapping[str, Any], status: Obj, done: Iterable[Action]) -
     status = dict(status)
     for action in done:
         if isinstance(action, DeletePod) and action.for_update:
-            status["currentReplicas"] -= 1
+            # Upstream decrements for any pod; one at no known revision (an adopted orphan)
+            # was never counted, and a negative count is refused by validation.
+            if revision_of(action.pod) == status["currentRevision"]:
+                status["currentReplicas"] -= 1
         elif isinstance(action, AdoptRevision):
             status["updatedReplicas"] += 1
             if action.was_current:
