@@ -149,6 +149,63 @@ spec:
         command: ["sh", "-c", "sleep 10"]
         resources: {requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: "1", memory: 512Mi}}
 ---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ledger, namespace: tour}
+spec:
+  serviceName: web
+  replicas: 1
+  selector: {matchLabels: {app: ledger}}
+  template:
+    metadata: {labels: {app: ledger}}
+    spec:
+      nodeSelector: {inplace.dev/e2e: api-only}
+      containers:
+      - {name: ledger, image: busybox, command: ["sleep", "3600"]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: tour}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      # No node has this label: the DaemonSet runs nowhere.
+      nodeSelector: {inplace.dev/e2e: api-only}
+      containers:
+      - {name: agent, image: busybox, command: ["sleep", "3600"]}
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: ledger-manual, namespace: tour}
+revision: 1
+data:
+  spec:
+    template:
+      $patch: replace
+      metadata: {labels: {app: ledger}}
+      spec:
+        containers:
+        - {name: ledger, image: busybox, command: ["sleep", "3600"]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: tour}
+spec:
+  schedule: "0 3 * * *"
+  timeZone: Europe/Paris
+  # Suspended: these tests are about the API, no Job is ever made.
+  suspend: true
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          nodeSelector: {inplace.dev/e2e: api-only}
+          containers:
+          - {name: report, image: busybox, command: ["true"]}
+---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: web-pdb, namespace: tour}
