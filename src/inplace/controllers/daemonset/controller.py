@@ -552,7 +552,8 @@ class DaemonSetController(QueueController):
                 return None
             status: Obj = {**(current.get("status") or {}), **counts}
             if observed:
-                status["observedGeneration"] = (current.get("metadata") or {}).get("generation")
+                # The generation this sync acted on, even when a newer one came meanwhile.
+                status["observedGeneration"] = (ds.get("metadata") or {}).get("generation")
             return StatusPatch(status, guarded=True)
 
         async def send(body: Obj) -> Obj:
