@@ -173,16 +173,18 @@ async def test_one_pod_per_eligible_node_made_once_with_its_revision(harness: Ha
         "numberUnavailable": 0,
     }
 
-    async def events() -> list[str]:
-        items = (await client.list(EVENTS, namespace="default"))["items"]
-        return sorted(e["message"] for e in items if e["involvedObject"].get("kind") == "DaemonSet")
-
     want = sorted(f"Created pod: {p['metadata']['name']}" for p in placed.values())
-    await await_until(lambda: _equal(events(), want), what="SuccessfulCreate events")
 
+    async def created_events() -> bool:
+        items = (await client.list(EVENTS, namespace="default"))["items"]
+        got = sorted(
+            e["message"]
+            for e in items
+            if e["involvedObject"].get("kind") == "DaemonSet" and e["reason"] == "SuccessfulCreate"
+        )
+        return got == want
 
-async def _equal(got: Any, want: Any) -> bool:
-    return bool(await got == want)
+    await await_until(created_events, what="SuccessfulCreate events")
 
 
 async def test_taints_and_new_nodes(harness: Harness) -> None:
