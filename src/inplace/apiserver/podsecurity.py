@@ -12,8 +12,9 @@ defaults, ``privileged`` unless configured):
 * **audit**: the violation is logged by the API server (this server keeps no audit log; the
   line carries upstream's ``pod-security.kubernetes.io/audit-violations`` text).
 
-Workloads (Deployments, ReplicaSets, Jobs, and the other pod-template kinds when served) are
-checked against warn and audit only, through their pod template, as upstream. Writing a
+Workloads (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs through
+``spec.jobTemplate.spec.template``) are checked against warn and audit only, through their
+pod template, as upstream. Writing a
 namespace's labels: a label that does not parse is a 422 naming it; raising the enforce level
 warns about the namespace's existing pods that would now be refused. Exemptions (usernames,
 runtime classes, namespaces) skip everything, as configured in upstream's
