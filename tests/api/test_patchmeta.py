@@ -48,6 +48,9 @@ def test_every_tagged_field_exists_in_the_client_models() -> None:
         ("V1NodeStatus", "addresses", "merge", "type"),
         ("V1DeploymentSpec", "strategy", "retainKeys", None),
         ("V1PodDisruptionBudgetStatus", "conditions", "merge", "type"),
+        ("V1StatefulSetStatus", "conditions", "merge", "type"),
+        ("V1DaemonSetStatus", "conditions", "merge", "type"),
+        ("V1PersistentVolumeClaimStatus", "conditions", "merge", "type"),
     ],
 )
 def test_known_tags(model: str, field: str, strategy: str, key: str | None) -> None:
@@ -67,6 +70,9 @@ def test_known_tags(model: str, field: str, strategy: str, key: str | None) -> N
         ("V1Container", "command"),
         ("V1PodStatus", "containerStatuses"),
         ("V1NodeSpec", "taints"),
+        ("V1StatefulSetSpec", "volumeClaimTemplates"),
+        ("V1DaemonSetSpec", "updateStrategy"),
+        ("V1CronJobStatus", "active"),
     ],
 )
 def test_atomic_fields_have_no_tags(model: str, field: str) -> None:

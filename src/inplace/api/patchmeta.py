@@ -102,10 +102,14 @@ _TABLE: dict[tuple[str, str], FieldPatchMeta] = {
     ("V1ServiceSpec", "ports"): _m("merge", "port"),
     ("V1ServiceStatus", "conditions"): _m("merge", "type"),
     ("V1ServiceAccount", "secrets"): _m("merge", "name"),
+    # core/v1 PersistentVolumeClaim (claims, and a StatefulSet's claim templates)
+    ("V1PersistentVolumeClaimStatus", "conditions"): _m("merge", "type"),
     # apps/v1
     ("V1DeploymentSpec", "strategy"): _m("retainKeys"),
     ("V1DeploymentStatus", "conditions"): _m("merge", "type"),
     ("V1ReplicaSetStatus", "conditions"): _m("merge", "type"),
+    ("V1StatefulSetStatus", "conditions"): _m("merge", "type"),
+    ("V1DaemonSetStatus", "conditions"): _m("merge", "type"),
     # batch/v1
     ("V1JobStatus", "conditions"): _m("merge", "type"),
     # policy/v1 (+listType=map +listMapKey=type as well)
