@@ -93,13 +93,13 @@ async def test_create_takes_an_equal_revision_and_steps_past_a_foreign_one(
 ) -> None:
     client = harness.client
     owner = {**parent(), "metadata": {**parent()["metadata"], "uid": "0f0f"}}
-    revision = new_revision(owner, template(), 1)
+    revision = new_revision(owner, template(), 1, 0)
     created, count = await create_revision(client, owner, revision, 0)
     assert count == 0 and created["metadata"]["name"] == revision["metadata"]["name"]
     again, count = await create_revision(client, owner, revision, 0)
     assert count == 0 and again["metadata"]["uid"] == created["metadata"]["uid"]
     # Different data squatting on the name the next revision would take.
-    first = new_revision(owner, template(image="nginx"), 2)
+    first = new_revision(owner, template(image="nginx"), 2, 0)
     squatter = {**first, "data": revision_data(template(image="redis"))}
     await client.create(CONTROLLERREVISIONS, squatter, namespace="default")
     stepped, count = await create_revision(client, owner, first, 0)

@@ -60,6 +60,18 @@ def _job(ctx: Context) -> Controller:
     return JobController(ctx)
 
 
+def _statefulset(ctx: Context) -> Controller:
+    from .statefulset.controller import StatefulSetController
+
+    return StatefulSetController(ctx)
+
+
+def _daemonset(ctx: Context) -> Controller:
+    from .daemonset.controller import DaemonSetController
+
+    return DaemonSetController(ctx)
+
+
 def _ttl(ctx: Context) -> Controller:
     from .job.ttl import TTLAfterFinishedController
 
@@ -159,6 +171,20 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _job,
         "Jobs",
         service_account="job-controller",
+    ),
+    ControllerSpec(
+        "statefulset-controller",
+        ("statefulset",),
+        _statefulset,
+        "StatefulSets",
+        service_account="statefulset-controller",
+    ),
+    ControllerSpec(
+        "daemonset-controller",
+        ("daemonset",),
+        _daemonset,
+        "DaemonSets",
+        service_account="daemon-set-controller",
     ),
     ControllerSpec(
         "ttl-after-finished-controller",

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from inplace.api.timestamps import rfc3339
-from inplace.client import JOBS, NODES, PODS, VERTICALPODAUTOSCALERS, Client
-from inplace.controllers.workloadresize.controller import sized_by_vpa
+from inplace.client import JOBS, NODES, PODS, STATEFULSETS, VERTICALPODAUTOSCALERS, Client
+from inplace.controllers.workloadresize.controller import at_update_revision, sized_by_vpa
 from inplace.controllers.workloadresize.model import CONDITION
 from tests.controllers.conftest import Harness
 from tests.poll import await_until
@@ -349,3 +349,90 @@ def test_sized_by_vpa_follows_the_controlling_vpa(
     """The shared rule (``vpa_targets.controlling_vpa``), where the controller used to skip a
     workload that any VPA not ``Off`` named in its targetRef."""
     assert sized_by_vpa(pod, vpas, workloads) is sized
+
+
+def stateful_set(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {"name": "main", "image": "busybox", "resources": copy.deepcopy(RESOURCES)}
+                    ]
+                },
+            },
+        },
+    }
+
+
+async def test_a_stateful_set_resizes_only_the_pods_at_its_update_revision(
+    harness: Harness,
+) -> None:
+    """As upstream's StatefulSet controller leaves them: db-0 and db-1 at the update revision
+    (made from it, or relabelled to it by the in-place rule), db-2 held at the old one by a
+    partition. A resources change resizes the first two and leaves db-2 at its size."""
+    client = harness.client
+    created = await client.create(STATEFULSETS, stateful_set("db"))
+    await client.patch(
+        STATEFULSETS,
+        "db",
+        {"status": {"replicas": 3, "updateRevision": "db-new", "currentRevision": "db-old"}},
+        namespace="default",
+        subresource="status",
+    )
+    for index, revision in enumerate(("db-new", "db-new", "db-old")):
+        pod = owned_pod(created, index)
+        pod["metadata"]["ownerReferences"][0].update(apiVersion="apps/v1", kind="StatefulSet")
+        pod["metadata"]["labels"]["controller-revision-hash"] = revision
+        await client.create(PODS, pod)
+        await report(client, pod["metadata"]["name"])
+    await harness.start("workload-resize")
+    await client.patch(
+        STATEFULSETS,
+        "db",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": BIGGER}]}}}},
+        patch_type="strategic",
+        namespace="default",
+    )
+    names = ["db-0", "db-1", "db-2"]
+
+    async def patched() -> bool:
+        return await pods_resources(client, names) == [BIGGER, BIGGER, RESOURCES]
+
+    await await_until(patched, what="db-0 and db-1 resized, db-2 kept at its revision's size")
+    for name in names[:2]:
+        await report(client, name)
+
+    async def done() -> bool:
+        sts = await client.get(STATEFULSETS, "db", namespace="default")
+        for c in (sts.get("status") or {}).get("conditions") or ():
+            if c["type"] == CONDITION:
+                return bool(c["status"] == "True")
+        return False
+
+    await await_until(done, what="PodsResized True on the StatefulSet")
+    assert await pods_resources(client, ["db-2"]) == [RESOURCES]
+
+
+def test_a_pod_is_at_the_update_revision_as_its_controller_counts_it() -> None:
+    sts = {"status": {"updateRevision": "db-2"}}
+    ds = {"metadata": {"annotations": {"deprecated.daemonset.template.generation": "3"}}}
+
+    def labelled(**labels: str) -> dict[str, Any]:
+        return {"metadata": {"labels": labels}}
+
+    assert at_update_revision("StatefulSet", sts, labelled(**{"controller-revision-hash": "db-2"}))
+    assert not at_update_revision(
+        "StatefulSet", sts, labelled(**{"controller-revision-hash": "db-1"})
+    )
+    assert not at_update_revision("StatefulSet", {}, labelled(**{"controller-revision-hash": ""}))
+    assert at_update_revision("DaemonSet", ds, labelled(**{"pod-template-generation": "3"}))
+    assert not at_update_revision("DaemonSet", ds, labelled(**{"pod-template-generation": "2"}))
+    assert at_update_revision("ReplicaSet", {}, labelled())

@@ -1,11 +1,16 @@
 """The workload-resize controller: bring a workload's running pods to its template's resources
 in place, through ``pods/resize``, and report how far it got.
 
-It works on the objects that *own* pods — ReplicaSets and Jobs — and never on how they came
-to change, so it runs the same whether this project's controllers own them or upstream's do
-(``inplace controller-manager --controllers=workload-resize`` on a real cluster). Progress is
-reported on the top-level workload: the Deployment that owns a ReplicaSet, else the
-ReplicaSet; the Job.
+It works on the objects that *own* pods — ReplicaSets, Jobs, StatefulSets and DaemonSets — and
+never on how they came to change, so it runs the same whether this project's controllers own
+them or upstream's do (``inplace controller-manager --controllers=workload-resize`` on a real
+cluster). Progress is reported on the top-level workload: the Deployment that owns a
+ReplicaSet, else the ReplicaSet; the Job; the StatefulSet; the DaemonSet.
+
+A StatefulSet's or DaemonSet's pods are resized only once they are at its update revision:
+its controller moves a pod there by relabelling it when the change is in-place-able
+(:mod:`.revisions`), and replaces it otherwise; a pod still at an older revision (waiting for
+its replacement, or held by a ``partition``) keeps the size it was made with.
 
 For every pod whose spec differs from its owner's template in cpu or memory it
 sends one ``pods/resize`` patch; the scheduler's arbiter (or a kubelet) decides each. It then
@@ -34,11 +39,13 @@ from inplace.api.timestamps import rfc3339
 from inplace.api.vpa_policy import OFF, update_mode
 from inplace.api.vpa_targets import Lookup, Target, controlling_vpa, resolve_target
 from inplace.client import (
+    DAEMONSETS,
     DEPLOYMENTS,
     JOBS,
     NODES,
     PODS,
     REPLICASETS,
+    STATEFULSETS,
     VERTICALPODAUTOSCALERS,
     APIError,
     APIInvalidError,
@@ -84,7 +91,18 @@ Obj = dict[str, Any]
 
 REPLACE_AFTER = 30.0
 """Seconds an ``InPlacePreferred`` pod may wait (Deferred/Infeasible) before it is replaced."""
-_KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "ReplicaSet": REPLICASETS, "Job": JOBS}
+_KINDS: dict[str, Resource] = {
+    "Deployment": DEPLOYMENTS,
+    "ReplicaSet": REPLICASETS,
+    "Job": JOBS,
+    "StatefulSet": STATEFULSETS,
+    "DaemonSet": DAEMONSETS,
+}
+_POD_OWNERS = ("ReplicaSet", "Job", "StatefulSet", "DaemonSet")
+"""The kinds whose template the pods they control are made from."""
+_REVISION_HASH = "controller-revision-hash"
+_TEMPLATE_GENERATION = "pod-template-generation"
+_DAEMONSET_GENERATION = "deprecated.daemonset.template.generation"
 _STATUS_EVERY = 1.0
 POD_BATCH_PERIOD = 0.1
 """Seconds pod events of one workload are gathered before it is reconciled."""
@@ -132,6 +150,14 @@ class WorkloadResizeController:
         self.replica_sets = ctx.informer(REPLICASETS)
         self.deployments = ctx.informer(DEPLOYMENTS)
         self.jobs = ctx.informer(JOBS)
+        self.stateful_sets = ctx.informer(STATEFULSETS)
+        self.daemon_sets = ctx.informer(DAEMONSETS)
+        self.owners = {
+            "ReplicaSet": self.replica_sets,
+            "Job": self.jobs,
+            "StatefulSet": self.stateful_sets,
+            "DaemonSet": self.daemon_sets,
+        }
         self.nodes = ctx.informer(NODES)
         self.recorder = ctx.recorder("workload-resize-controller")
         self.replace_after = float(ctx.options.get("resize_replace_after", REPLACE_AFTER))
@@ -149,10 +175,8 @@ class WorkloadResizeController:
             lambda obj: self._owner_changed("ReplicaSet", obj),
             lambda old, new: self._owner_changed("ReplicaSet", new, old),
         )
-        self.jobs.add_handler(
-            lambda obj: self._owner_changed("Job", obj),
-            lambda old, new: self._owner_changed("Job", new, old),
-        )
+        for kind in ("Job", "StatefulSet", "DaemonSet"):
+            self._watch_owner(kind)
         self.deployments.add_handler(
             lambda d: None, lambda old, new: None, lambda d: self._forget(f"Deployment/{key_of(d)}")
         )
@@ -162,6 +186,18 @@ class WorkloadResizeController:
         self.vpas.add_handler(
             self._vpa_changed, lambda _o, n: self._vpa_changed(n), self._vpa_changed
         )
+
+    def _watch_owner(self, kind: str) -> None:
+        def added(obj: Obj) -> None:
+            self._owner_changed(kind, obj)
+
+        def updated(old: Obj, new: Obj) -> None:
+            self._owner_changed(kind, new, old)
+
+        def deleted(obj: Obj) -> None:
+            self._forget(f"{kind}/{key_of(obj)}")
+
+        self.owners[kind].add_handler(added, updated, deleted)
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -195,13 +231,13 @@ class WorkloadResizeController:
         return kept
 
     def _top_key(self, kind: str, obj: Mapping[str, Any]) -> str | None:
-        """The key of the workload that reports for ``obj`` (a ReplicaSet or Job)."""
+        """The key of the workload that reports for ``obj`` (one of :data:`_POD_OWNERS`)."""
         if kind == "ReplicaSet":
             ref = controller_of(obj)
             if ref is not None and ref.get("kind") == "Deployment":
                 namespace = (obj.get("metadata") or {}).get("namespace")
                 return f"Deployment/{namespace}/{ref.get('name')}"
-        if kind not in ("ReplicaSet", "Job"):
+        if kind not in _POD_OWNERS:
             return None
         return f"{kind}/{key_of(dict(obj))}"
 
@@ -216,16 +252,14 @@ class WorkloadResizeController:
             if rs is None:
                 return None
             return self._top_key("ReplicaSet", rs)
-        if kind == "Job":
-            return f"Job/{namespace}/{ref.get('name')}"
+        if kind in _POD_OWNERS:
+            return f"{kind}/{namespace}/{ref.get('name')}"
         return None
 
     # -- handlers ----------------------------------------------------------------------------
 
     def _owner_changed(self, kind: str, obj: Obj, old: Obj | None = None) -> None:
-        if old is not None and (old.get("spec") or {}).get("template") == (
-            obj.get("spec") or {}
-        ).get("template"):
+        if old is not None and _revision_of(kind, old) == _revision_of(kind, obj):
             return
         key = self._top_key(kind, obj)
         if key is not None:
@@ -280,8 +314,8 @@ class WorkloadResizeController:
         if ref is None:
             return None
         namespace = (pod.get("metadata") or {}).get("namespace")
-        informer = self.replica_sets if ref.get("kind") == "ReplicaSet" else self.jobs
-        owner = informer.get(f"{namespace}/{ref.get('name')}")
+        informer = self.owners.get(str(ref.get("kind")))
+        owner = informer.get(f"{namespace}/{ref.get('name')}") if informer is not None else None
         if owner is None:
             return None
         return desired_resources((owner.get("spec") or {}).get("template") or {})
@@ -296,7 +330,11 @@ class WorkloadResizeController:
         return [
             (
                 owner,
-                [p for p in self.pods.by_index(CONTROLLER_INDEX, uid_of(owner)) if is_active(p)],
+                [
+                    p
+                    for p in self.pods.by_index(CONTROLLER_INDEX, uid_of(owner))
+                    if is_active(p) and at_update_revision(kind, owner, p)
+                ],
             )
             for owner in owners
         ]
@@ -306,9 +344,7 @@ class WorkloadResizeController:
         resource = _KINDS.get(kind)
         if resource is None:
             return None
-        informer = {"Deployment": self.deployments, "ReplicaSet": self.replica_sets}.get(
-            kind, self.jobs
-        )
+        informer = self.deployments if kind == "Deployment" else self.owners[kind]
         workload = informer.get(name_key)
         if workload is None:
             self._forget(key)
@@ -576,6 +612,31 @@ class WorkloadResizeController:
             await run_workers(self.queue, self.reconcile, self.workers)
         finally:
             self.queue.shutdown()
+
+
+def _revision_of(kind: str, owner: Mapping[str, Any]) -> Any:
+    """What, when it changes on an owner, may change the size its pods should have: the
+    template, and for a StatefulSet the update revision its pods are moved to."""
+    template = (owner.get("spec") or {}).get("template")
+    if kind == "StatefulSet":
+        return template, (owner.get("status") or {}).get("updateRevision")
+    return template
+
+
+def at_update_revision(kind: str, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """``pod`` is made from, or was moved to, ``owner``'s current template: always for a
+    ReplicaSet or Job (one template); for a StatefulSet its revision label names the update
+    revision; for a DaemonSet its template generation is the set's (upstream's
+    ``IsPodUpdated``, by generation: the revision hash is the controller's to compute)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if kind == "StatefulSet":
+        update = (owner.get("status") or {}).get("updateRevision")
+        return bool(update) and labels.get(_REVISION_HASH) == update
+    if kind == "DaemonSet":
+        annotations = (owner.get("metadata") or {}).get("annotations") or {}
+        generation = annotations.get(_DAEMONSET_GENERATION)
+        return generation is not None and labels.get(_TEMPLATE_GENERATION) == str(generation)
+    return True
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
