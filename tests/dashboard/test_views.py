@@ -228,6 +228,34 @@ def test_workloads_count_pods_through_their_replicasets() -> None:
     assert np.isclose(crunch["template"]["main"]["memory"][1], 256 * Mi)
 
 
+def test_stateful_and_daemon_sets_are_workloads_with_their_own_counts() -> None:
+    template = {"spec": {"containers": [{"name": "main", "resources": BIG}]}}
+    sts = {
+        "metadata": {"name": "db", "namespace": "ns"},
+        "spec": {"replicas": 2, "template": template},
+        "status": {"readyReplicas": 2, "updatedReplicas": 1, "availableReplicas": 2},
+    }
+    ds = {
+        "metadata": {"name": "agent", "namespace": "ns"},
+        "spec": {"template": template},
+        "status": {"desiredNumberScheduled": 3, "numberReady": 3, "updatedNumberScheduled": 3},
+    }
+    summaries = [
+        summarize(pod("db-0", containers=[("main", BIG)], owner=("StatefulSet", "db"))),
+        summarize(pod("db-1", containers=[("main", SMALL)], owner=("StatefulSet", "db"))),
+        summarize(pod("agent-x", containers=[("main", BIG)], owner=("DaemonSet", "agent"))),
+    ]
+    view = workloads_view(
+        [], [], [], summaries, lambda *_: None, stateful_sets=[sts], daemon_sets=[ds]
+    )
+    by_key = {w["key"]: w for w in view["workloads"]}
+    db = by_key["StatefulSet/ns/db"]
+    assert db["pods"] == 2 and db["progress"]["outdated"] == 1
+    assert db["counts"] == {"desired": 2, "ready": 2, "updated": 1, "available": 2}
+    agent = by_key["DaemonSet/ns/agent"]
+    assert agent["pods"] == 1 and agent["counts"]["desired"] == 3
+
+
 def test_a_workload_lists_the_pods_it_lost_to_a_move() -> None:
     job = {"metadata": {"name": "crunch", "namespace": "ns"}, "spec": {"template": {}}}
     moved = Marker(100.0, "moved", "ResizeEvicted", "evicted to be resized elsewhere")

@@ -167,6 +167,16 @@ VERTICALPODAUTOSCALERCHECKPOINTS = Resource(
     True,
     "VerticalPodAutoscalerCheckpoint",
 )
+WORKLOAD_RESOURCES: Mapping[str, Resource] = {
+    "Deployment": DEPLOYMENTS,
+    "ReplicaSet": REPLICASETS,
+    "StatefulSet": STATEFULSETS,
+    "DaemonSet": DAEMONSETS,
+    "Job": JOBS,
+    "CronJob": CRONJOBS,
+}
+"""The workload kinds by name: the owners a pod's controller chain walks through and the
+targets a VerticalPodAutoscaler may name (``inplace.api.vpa_targets.SELECTOR_KINDS``)."""
 PODMETRICS = Resource("metrics.k8s.io", "v1beta1", "pods", True, "PodMetrics")
 NODEMETRICS = Resource("metrics.k8s.io", "v1beta1", "nodes", False, "NodeMetrics")
 

@@ -7,17 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.client import DEPLOYMENTS, JOBS, REPLICASETS, Informer, Resource
+from inplace.client import WORKLOAD_RESOURCES, Informer, Resource
 
 from .base import Context
 
 __all__ = ["WORKLOAD_KINDS", "WorkloadLookup"]
 
-WORKLOAD_KINDS: Final[Mapping[str, Resource]] = {
-    "Deployment": DEPLOYMENTS,
-    "ReplicaSet": REPLICASETS,
-    "Job": JOBS,
-}
+WORKLOAD_KINDS: Final[Mapping[str, Resource]] = WORKLOAD_RESOURCES
 """The kinds this cluster serves that a VPA can target (``vpa_targets.SELECTOR_KINDS``)."""
 
 

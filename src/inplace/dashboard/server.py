@@ -261,12 +261,14 @@ class DashboardServer:
         return self._shared(
             "workloads",
             lambda: workloads_view(
-                state.deployments.list(),
-                state.replicasets.list(),
-                state.jobs.list(),
+                state.workload_informer("Deployment").list(),
+                state.workload_informer("ReplicaSet").list(),
+                state.workload_informer("Job").list(),
                 state.summaries.values(),
                 state.owner_of,
                 state.departed,
+                stateful_sets=state.workload_informer("StatefulSet").list(),
+                daemon_sets=state.workload_informer("DaemonSet").list(),
             ),
         )
 

@@ -34,15 +34,13 @@ from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.vpa_targets import controlling_vpa
 from inplace.client import (
-    DEPLOYMENTS,
     EVENTS,
-    JOBS,
     NODEMETRICS,
     NODES,
     PODMETRICS,
     PODS,
-    REPLICASETS,
     VERTICALPODAUTOSCALERS,
+    WORKLOAD_RESOURCES,
     APIConnectionError,
     APIError,
     Client,
@@ -102,9 +100,9 @@ class DashboardState:
         self.pods = Informer(client, PODS)
         self.nodes = Informer(client, NODES)
         self.events = Informer(client, EVENTS, field_selector="involvedObject.kind=Pod")
-        self.deployments = Informer(client, DEPLOYMENTS)
-        self.replicasets = Informer(client, REPLICASETS)
-        self.jobs = Informer(client, JOBS)
+        self._owners: dict[str, Informer] = {
+            kind: Informer(client, res) for kind, res in WORKLOAD_RESOURCES.items()
+        }
         self.vpas = Informer(client, VERTICALPODAUTOSCALERS)
         self.vpas.add_index("namespace", _namespace)
         self.pods.add_index("namespace", _namespace)
@@ -112,17 +110,9 @@ class DashboardState:
             "pods": self.pods,
             "nodes": self.nodes,
             "events": self.events,
-            "deployments": self.deployments,
-            "replicasets": self.replicasets,
-            "jobs": self.jobs,
+            **{WORKLOAD_RESOURCES[kind].plural: inf for kind, inf in self._owners.items()},
             "verticalpodautoscalers": self.vpas,
         }
-        self._owners: dict[str, Informer] = {
-            "ReplicaSet": self.replicasets,
-            "Deployment": self.deployments,
-            "Job": self.jobs,
-        }
-        self._groups = {"ReplicaSet": REPLICASETS, "Deployment": DEPLOYMENTS, "Job": JOBS}
 
         self.summaries: dict[str, PodSummary] = {}
         self.histories: dict[str, PodHistory] = {}
@@ -153,7 +143,7 @@ class DashboardState:
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
         self.events.add_handler(self._event, lambda _old, new: self._event(new), None)
         # A VPA or a workload changing may change which VPA controls a namespace's pods.
-        for informer in (self.vpas, self.replicasets, self.deployments, self.jobs):
+        for informer in (self.vpas, *self._owners.values()):
             informer.add_handler(*self._namespace_handlers())
         self.nodes.add_handler(*self._plain_handlers())
 
@@ -197,6 +187,10 @@ class DashboardState:
 
     # -- owners and autoscalers ------------------------------------------------------------
 
+    def workload_informer(self, kind: str) -> Informer:
+        """The informer of a workload kind (a key of ``WORKLOAD_RESOURCES``)."""
+        return self._owners[kind]
+
     def owner_of(self, kind: str, namespace: str, name: str) -> Owner | None:
         """The controller of the object ``kind``/``name``, if the dashboard watches that kind."""
         informer = self._owners.get(kind)
@@ -217,7 +211,7 @@ class DashboardState:
     def workload(self, group: str, kind: str, name: str, namespace: str) -> Obj | None:
         """A VPA target or pod owner from the cache (an :data:`~inplace.api.vpa_targets.Lookup`)."""
         informer = self._owners.get(kind)
-        if informer is None or self._groups[kind].group != group:
+        if informer is None or WORKLOAD_RESOURCES[kind].group != group:
             return None
         return informer.get(f"{namespace}/{name}")
 

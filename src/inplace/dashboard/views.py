@@ -458,10 +458,13 @@ def workloads_view(
     summaries: Iterable[PodSummary],
     owner_of: Callable[[str, str, str], Owner | None],
     departed: Iterable[tuple[tuple[str, str, str], str, Marker]] = (),
+    stateful_sets: Iterable[Mapping[str, Any]] = (),
+    daemon_sets: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Each Deployment (its pods through its ReplicaSets), each ReplicaSet no Deployment owns,
-    and each Job, with counts per :func:`progress_of` state, the pods that wait and why, and
-    the pods it lost lately to a move or a preemption (``departed``: workload, pod, marker).
+    each StatefulSet, DaemonSet and Job, with counts per :func:`progress_of` state, the pods
+    that wait and why, and the pods it lost lately to a move or a preemption (``departed``:
+    workload, pod, marker).
     A workload's own status is shown as it is: empty while no controller writes it."""
     pods_of: dict[tuple[str, str, str], list[PodSummary]] = {}
     for s in summaries:
@@ -559,6 +562,30 @@ def workloads_view(
                 "succeeded": status.get("succeeded"),
                 "failed": status.get("failed"),
                 "started": timestamp(status.get("startTime")),
+            },
+        )
+    for sts in stateful_sets:
+        status, spec = sts.get("status") or {}, sts.get("spec") or {}
+        add(
+            "StatefulSet",
+            sts,
+            {
+                "desired": spec.get("replicas", 1),
+                "ready": status.get("readyReplicas"),
+                "updated": status.get("updatedReplicas"),
+                "available": status.get("availableReplicas"),
+            },
+        )
+    for ds in daemon_sets:
+        status = ds.get("status") or {}
+        add(
+            "DaemonSet",
+            ds,
+            {
+                "desired": status.get("desiredNumberScheduled"),
+                "ready": status.get("numberReady"),
+                "updated": status.get("updatedNumberScheduled"),
+                "available": status.get("numberAvailable"),
             },
         )
     rows.sort(key=lambda r: (r["namespace"], r["kind"], r["name"]))

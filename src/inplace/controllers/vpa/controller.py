@@ -123,6 +123,8 @@ class VpaController:
         self.seen_events: set[tuple[str, str, float]] = set()
         """(pod uid, container, time) of OOM kills and pauses already recorded."""
         self.urgent: set[VpaKey] = set()
+        self.held: dict[VpaKey, str] = {}
+        """Why each VPA's pods were last held back by minReplicas (said once per reason)."""
         self.wake = asyncio.Event()
         self.pods.add_handler(self._pod_seen, lambda _old, new: self._pod(new), self._pod_gone)
         self.vpas.add_handler(None, None, self._vpa_gone)
@@ -199,6 +201,7 @@ class VpaController:
         self.targets.pop(key, None)
         self.written.pop(key, None)
         self.written_over.pop(key, None)
+        self.held.pop(key, None)
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -377,6 +380,8 @@ class VpaController:
                 namespace = (pod.get("metadata") or {}).get("namespace")
                 owner = self.owners[ref["kind"]].get(f"{namespace}/{ref.get('name')}")
                 replicas = ((owner or {}).get("spec") or {}).get("replicas")
+                if ref["kind"] == "DaemonSet":  # as upstream's updater counts a DaemonSet
+                    replicas = ((owner or {}).get("status") or {}).get("desiredNumberScheduled")
                 if isinstance(replicas, int):
                     out[(str(ref["kind"]), str(ref.get("name")))] = replicas
         return out
@@ -402,6 +407,7 @@ class VpaController:
             settings=self.updater_settings,
             memory=self.memory,
         )
+        self._say_why_held(vpa, decisions)
         by_key = {key_of(p): p for p in pods}
         for decision in decisions:
             pod = by_key.get(decision.pod)
@@ -412,6 +418,26 @@ class VpaController:
             elif decision.action == Action.EVICT:
                 await self._evict(vpa, pod, decision)
         return decisions
+
+    def _say_why_held(self, vpa: Obj, decisions: list[Decision]) -> None:
+        """A VPA whose pods need an update but are held by ``minReplicas`` says so once
+        (``kubectl describe vpa``), instead of doing nothing in silence."""
+        key = _key(vpa)
+        held = next(
+            (d for d in decisions if d.action == Action.WAIT and "minReplicas" in d.reason), None
+        )
+        if held is None:
+            self.held.pop(key, None)
+            return
+        if self.held.get(key) == held.reason:
+            return
+        self.held[key] = held.reason
+        self.updater_events.event(
+            with_type(vpa, VERTICALPODAUTOSCALERS),
+            "Warning",
+            "BelowMinReplicas",
+            f"Pod {held.pod} is not updated to the recommendation: {held.reason}",
+        )
 
     async def _resize(self, vpa: Obj, pod: Obj, decision: Decision) -> None:
         node = self.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
