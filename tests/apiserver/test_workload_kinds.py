@@ -331,3 +331,29 @@ async def test_refusals_name_the_field(apiserver: InProcessServer) -> None:
         assert answer["details"]["causes"][0]["message"].startswith(
             "Forbidden: updates to statefulset spec for fields other than 'replicas'"
         )
+
+
+async def test_a_daemon_sets_given_template_generation(apiserver: InProcessServer) -> None:
+    """On create a generation below 1 becomes 1 and a higher one is kept (upstream's
+    ``PrepareForCreate``); one that is not an integer is refused."""
+    api, session = await make_api(apiserver)
+    async with session:
+        for name, given, stored in (("low", "-5", "1"), ("high", "7", "7")):
+            body = daemon_set(name)
+            body["metadata"]["annotations"] = {GENERATION: given}
+            ds = await created(api, f"{APPS}/daemonsets", body)
+            assert ds["metadata"]["annotations"][GENERATION] == stored
+        body = daemon_set("bad")
+        body["metadata"]["annotations"] = {GENERATION: "seven"}
+        status, answer = await api.call("POST", f"{APPS}/daemonsets", body)
+        assert status == 422
+        assert [c["field"] for c in answer["details"]["causes"]] == [
+            f"metadata.annotations[{GENERATION}]"
+        ]
+        status, answer = await api.call(
+            "PATCH",
+            f"{APPS}/daemonsets/high",
+            {"metadata": {"annotations": {GENERATION: "eight"}}},
+            MERGE,
+        )
+        assert status == 422

@@ -27,6 +27,7 @@ from inplace.api.storage import (
 from inplace.api.strategy import ObjectReader, Rejected, copy_json
 from inplace.api.timestamps import rfc3339
 from inplace.api.token_volume import mount_service_account_token, should_automount
+from inplace.api.validation.apps import template_generation
 from inplace.api.vpa_admission import admit_pod_vpa
 
 __all__ = [
@@ -336,16 +337,11 @@ def admit_persistent_volume_claim_resize(
 # -- revisioned workloads and CronJobs ---------------------------------------------------------
 
 
-def _int_annotation(obj: Mapping[str, Any], key: str) -> int | None:
+def _unparsable_generation(obj: Mapping[str, Any]) -> bool:
     metadata = obj.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    value = annotations.get(key) if isinstance(annotations, Mapping) else None
-    if not isinstance(value, str):
-        return None
-    try:
-        return int(value, 10)
-    except ValueError:
-        return None
+    present = isinstance(annotations, Mapping) and TEMPLATE_GENERATION_ANNOTATION in annotations
+    return present and template_generation(obj) is None
 
 
 def _set_annotation(obj: dict[str, Any], key: str, value: str) -> None:
@@ -396,15 +392,20 @@ def prepare_daemon_set_for_create(obj: dict[str, Any]) -> None:
         "desiredNumberScheduled": 0,
         "numberReady": 0,
     }
-    generation = _int_annotation(obj, TEMPLATE_GENERATION_ANNOTATION)
+    if _unparsable_generation(obj):
+        return  # apps/v1's conversion refuses it; validation says so
+    generation = template_generation(obj)
     if generation is None or generation < 1:
         _set_annotation(obj, TEMPLATE_GENERATION_ANNOTATION, "1")
 
 
 def finish_daemon_set_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
     """Upstream's DaemonSet ``PrepareForUpdate``: the template generation is the stored one,
-    plus one when the (defaulted) template changed; a writer cannot set it."""
-    generation = _int_annotation(old, TEMPLATE_GENERATION_ANNOTATION) or 0
+    plus one when the (defaulted) template changed; a writer cannot set it (but one that
+    is not an integer is refused, as apps/v1's conversion refuses it)."""
+    if _unparsable_generation(new):
+        return
+    generation = template_generation(old) or 0
     new_spec, old_spec = new.get("spec"), old.get("spec")
     new_template = new_spec.get("template") if isinstance(new_spec, Mapping) else None
     old_template = old_spec.get("template") if isinstance(old_spec, Mapping) else None
@@ -415,7 +416,7 @@ def finish_daemon_set_update(new: dict[str, Any], old: Mapping[str, Any]) -> Non
 
 def prepare_daemon_set_status_update(new: dict[str, Any], old: Mapping[str, Any]) -> None:
     """The status subresource keeps the whole stored spec, the template generation too."""
-    generation = _int_annotation(old, TEMPLATE_GENERATION_ANNOTATION)
+    generation = template_generation(old)
     if generation is not None:
         _set_annotation(new, TEMPLATE_GENERATION_ANNOTATION, str(generation))
 

@@ -398,3 +398,32 @@ def test_controllerrevision_data_is_immutable() -> None:
     assert messages(lambda: validate_update(CONTROLLERREVISION, new, old)) == [
         'data: Invalid value: {"spec":{}}: field is immutable'
     ]
+
+
+def test_daemonset_template_generation_must_be_an_integer() -> None:
+    """apps/v1 converts the annotation to the internal ``spec.templateGeneration`` with
+    ``strconv.ParseInt``; what does not parse is refused (here a 422 naming it)."""
+    for text in ("two", "1.5", " 3", "4_0"):
+        ds = mutate(
+            daemon_set(),
+            lambda d, t=text: d["metadata"].update(
+                annotations={"deprecated.daemonset.template.generation": t}
+            ),
+        )
+        assert create_messages(DAEMONSET, ds) == [
+            "metadata.annotations[deprecated.daemonset.template.generation]: Invalid value: "
+            f'"{text}": must be an integer (the DaemonSet\'s template generation)'
+        ]
+    for text in ("+2", "-1", "7"):
+        ds = mutate(
+            daemon_set(),
+            lambda d, t=text: d["metadata"].update(
+                annotations={"deprecated.daemonset.template.generation": t}
+            ),
+        )
+        if text == "-1":
+            assert create_messages(DAEMONSET, ds) == [
+                "spec.templateGeneration: Invalid value: -1: must be greater than or equal to 0"
+            ]
+        else:
+            validate_create(DAEMONSET, ds)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -47,6 +48,7 @@ from inplace.api.validation.workloads import validate_int_or_percent
 
 __all__ = [
     "int_or_percent_value",
+    "template_generation",
     "validate_controller_revision",
     "validate_controller_revision_update",
     "validate_daemon_set",
@@ -384,16 +386,16 @@ def _validate_daemon_set_strategy(errs: list[FieldError], spec: Mapping[str, Any
     errs.append(not_supported(path, strategy, ("RollingUpdate", "OnDelete")))
 
 
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+
+
 def template_generation(obj: object) -> int | None:
-    """A DaemonSet's template generation, from its annotation; None when absent or not an
-    integer."""
+    """A DaemonSet's template generation, from its annotation as Go's ``strconv.ParseInt``
+    reads it; None when absent or not an integer."""
     value = lookup(obj, "metadata", "annotations", TEMPLATE_GENERATION_ANNOTATION)
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not _GO_INT.fullmatch(value):
         return None
-    try:
-        return int(value, 10)
-    except ValueError:
-        return None
+    return int(value, 10)
 
 
 def _validate_daemon_set_spec(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
