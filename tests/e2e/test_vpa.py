@@ -10,6 +10,8 @@ One cluster for the module (checkpoints every 3 s so the restart test is short):
   upstream's ``vpaUpdates``/``vpaObservedContainers`` annotations;
 * a container OOM-killed at its limit: the limit is raised at once (the reaction);
 * a targetRef that does not exist, or of a kind not served: ``ConfigUnsupported``;
+* a StatefulSet's pod resized in place by its VPA; a one-replica Deployment under the
+  default ``minReplicas`` left alone, its VPA saying why (``BelowMinReplicas``);
 * the controller manager killed: the restarted one recommends the same from checkpoints;
 * upstream's ``hamster.yaml`` example, unchanged: recommended, and its pods recreated at the
   recommendation (``Recreate``: eviction, then admission).
@@ -51,18 +53,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         running.stop()
 
 
-def grower(name: str, *, grow_to_mib: int, limit: str | None = None, pause: bool = False) -> str:
-    """A Deployment of one pod whose process allocates ``grow_to_mib`` MiB in 10 MiB steps,
-    prints its PID, then sleeps; it requests 50m and 100Mi. ``pause``: paused at its memory
-    limit instead of OOM-killed (``inplace.dev/oom-kill-disable``)."""
+def grower(
+    name: str,
+    *,
+    grow_to_mib: int,
+    limit: str | None = None,
+    pause: bool = False,
+    kind: str = "Deployment",
+) -> str:
+    """A Deployment (or another ``kind`` with a replica count) of one pod whose process
+    allocates ``grow_to_mib`` MiB in 10 MiB steps, prints its PID, then sleeps; it requests
+    50m and 100Mi. ``pause``: paused at its memory limit instead of OOM-killed
+    (``inplace.dev/oom-kill-disable``)."""
     limits = f"\n            limits: {{memory: {limit}}}" if limit else ""
     annotations = '\n      annotations: {"inplace.dev/oom-kill-disable": "true"}' if pause else ""
+    service = f'\n  serviceName: "{name}"' if kind == "StatefulSet" else ""
     return f"""
 apiVersion: apps/v1
-kind: Deployment
+kind: {kind}
 metadata:
   name: "{name}"
-spec:
+spec:{service}
   replicas: 1
   selector:
     matchLabels: {{app: "{name}"}}
@@ -92,7 +103,15 @@ spec:
 """
 
 
-def vpa(name: str, mode: str, *, kind: str = "Deployment", target: str | None = None) -> str:
+def vpa(
+    name: str,
+    mode: str,
+    *,
+    kind: str = "Deployment",
+    target: str | None = None,
+    min_replicas: int | None = 1,
+) -> str:
+    minimum = "" if min_replicas is None else f", minReplicas: {min_replicas}"
     return f"""
 apiVersion: autoscaling.k8s.io/v1
 kind: VerticalPodAutoscaler
@@ -100,7 +119,7 @@ metadata:
   name: "{name}"
 spec:
   targetRef: {{apiVersion: apps/v1, kind: {kind}, name: "{target or name}"}}
-  updatePolicy: {{updateMode: "{mode}", minReplicas: 1}}
+  updatePolicy: {{updateMode: "{mode}"{minimum}}}
 """
 
 
@@ -178,6 +197,63 @@ def test_in_place_or_recreate_resizes_the_running_pod(cluster: Cluster) -> None:
     ]
     assert "InPlaceResizedByVPA" in reasons
     cluster.kubectl("delete", "deployment,vpa", "grow", "--wait=true", timeout=90)
+
+
+def test_a_stateful_set_is_resized_in_place_and_a_held_vpa_says_why(cluster: Cluster) -> None:
+    """A VPA on a StatefulSet finds its pod by the set's selector and resizes it in place;
+    meanwhile a one-replica Deployment under the default ``minReplicas: 2`` is not updated,
+    and its VPA says so, naming ``updatePolicy.minReplicas``."""
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input="---".join(
+            [
+                grower("db", grow_to_mib=300, kind="StatefulSet"),
+                grower("single", grow_to_mib=300),
+                vpa("single", "InPlaceOrRecreate", min_replicas=None),
+            ]
+        ),
+    )
+    first = wait_until(lambda: running_pod(cluster, "db"), timeout=60, what="db-0 running")
+    pid = pid_of(first)
+    cluster.kubectl("apply", "-f", "-", input=vpa("db", "InPlaceOrRecreate", kind="StatefulSet"))
+
+    def resized() -> dict[str, Any] | None:
+        pod = running_pod(cluster, "db")
+        target = target_of(cluster, "db")
+        if pod is None or target is None or memory_request(pod) <= Quantity.parse("100Mi"):
+            return None
+        actual = pod["status"]["containerStatuses"][0].get("resources") or {}
+        return pod if Quantity.parse(actual["requests"]["memory"]) == memory_request(pod) else None
+
+    pod = wait_until(resized, timeout=120, interval=1, what="db-0 resized to the target")
+    assert pod["metadata"]["name"] == "db-0"
+    assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+    assert pid_of(pod) == pid and psutil.pid_exists(pid)
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+
+    def held() -> dict[str, Any] | None:
+        events = get(
+            cluster, "events", "--field-selector", "involvedObject.kind=VerticalPodAutoscaler"
+        )["items"]
+        return next(
+            (
+                e
+                for e in events
+                if e["reason"] == "BelowMinReplicas" and e["involvedObject"]["name"] == "single"
+            ),
+            None,
+        )
+
+    event = wait_until(held, timeout=90, interval=1, what="BelowMinReplicas on the VPA")
+    assert event["type"] == "Warning"
+    assert "fewer than minReplicas 2" in event["message"]
+    assert "spec.updatePolicy.minReplicas" in event["message"]
+    single = running_pod(cluster, "single")
+    assert single is not None and memory_request(single) == Quantity.parse("100Mi")
+    cluster.kubectl("delete", "statefulset,vpa", "db", "--wait=true", timeout=90)
+    cluster.kubectl("delete", "deployment,vpa", "single", "--wait=true", timeout=90)
 
 
 def test_off_and_initial_leave_running_pods_alone(cluster: Cluster) -> None:
@@ -291,7 +367,9 @@ def test_a_pause_at_the_limit_is_answered_in_place(cluster: Cluster) -> None:
 
 def test_a_target_that_cannot_be_read_is_config_unsupported(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", "-", input=vpa("nowhere", "Auto", target="does-not-exist"))
-    cluster.kubectl("apply", "-f", "-", input=vpa("sts", "Auto", kind="StatefulSet", target="web"))
+    cluster.kubectl(
+        "apply", "-f", "-", input=vpa("rc", "Auto", kind="ReplicationController", target="web")
+    )
 
     def unsupported(name: str) -> dict[str, Any] | None:
         return condition(get(cluster, "vpa", name), "ConfigUnsupported")
@@ -302,13 +380,13 @@ def test_a_target_that_cannot_be_read_is_config_unsupported(cluster: Cluster) ->
         cond["message"]
         == "Cannot read targetRef. Reason: Deployment default/does-not-exist does not exist"
     )
-    cond = wait_until(lambda: unsupported("sts"), timeout=60, interval=1, what="condition")
+    cond = wait_until(lambda: unsupported("rc"), timeout=60, interval=1, what="condition")
     assert cond["message"].startswith(
-        "Cannot read targetRef. Reason: Unhandled targetRef apps/v1 / StatefulSet / web"
+        "Cannot read targetRef. Reason: Unhandled targetRef apps/v1 / ReplicationController / web"
     )
     provided = condition(get(cluster, "vpa", "nowhere"), "RecommendationProvided")
     assert provided is not None and provided["status"] == "False"
-    cluster.kubectl("delete", "vpa", "nowhere", "sts")
+    cluster.kubectl("delete", "vpa", "nowhere", "rc")
 
 
 def _controller_manager(cluster: Cluster) -> psutil.Process:
