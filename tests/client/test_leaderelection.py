@@ -16,16 +16,25 @@ from inplace.client.leaderelection import LeaderElectionConfig, LeaderElector
 from tests.conftest import InProcessServer
 from tests.poll import await_until
 
-FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+LEASE = 1.5
 
 
-def elector(client: Client, identity: str, **overrides: object) -> LeaderElector:
-    settings = {**FAST, **overrides}
+def elector(
+    client: Client,
+    identity: str,
+    *,
+    lease_duration: float = LEASE,
+    renew_deadline: float = 1.0,
+    release_on_cancel: bool = True,
+) -> LeaderElector:
     config = LeaderElectionConfig(
-        name="operator",
-        namespace="default",
-        identity=identity,
-        **settings,  # type: ignore[arg-type]
+        "operator",
+        "default",
+        identity,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=0.2,
+        release_on_cancel=release_on_cancel,
     )
     return LeaderElector(client, config)
 
