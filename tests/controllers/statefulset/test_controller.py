@@ -152,10 +152,12 @@ async def test_pods_are_made_in_order_each_after_its_claim(harness: Harness) -> 
     (revision,) = revisions["items"]
     assert status["currentRevision"] == revision["metadata"]["name"]
     assert status["availableReplicas"] == 3 and status["collisionCount"] == 0
-    created = await events(client, "SuccessfulCreate")
-    for i in range(3):
-        assert f"create Pod web-{i} in StatefulSet web successful" in created
-        assert f"create Claim www-web-{i} Pod web-{i} in StatefulSet web success" in created
+    wanted = {f"create Pod web-{i} in StatefulSet web successful" for i in range(3)}
+    wanted |= {f"create Claim www-web-{i} Pod web-{i} in StatefulSet web success" for i in range(3)}
+    await await_until(
+        lambda: _when(events(client, "SuccessfulCreate"), lambda found: wanted <= set(found)),
+        what="upstream's create events (posted in the background)",
+    )
 
 
 async def test_parallel_makes_every_pod_at_once(harness: Harness) -> None:
@@ -186,8 +188,13 @@ async def test_scale_down_removes_the_highest_ordinal_first_and_keeps_claims(
     assert seen["deleted"] == ["web-2", "web-1"]
     claims = await client.list(PERSISTENTVOLUMECLAIMS, namespace="default")
     assert names(claims["items"]) == ["www-web-0", "www-web-1", "www-web-2"]
-    deleted = await events(client, "SuccessfulDelete")
-    assert "delete Pod web-2 in StatefulSet web successful" in deleted
+    await await_until(
+        lambda: _when(
+            events(client, "SuccessfulDelete"),
+            lambda found: "delete Pod web-2 in StatefulSet web successful" in found,
+        ),
+        what="upstream's delete event",
+    )
 
 
 async def test_a_rolling_update_replaces_from_the_top_down_to_the_partition(
@@ -252,7 +259,11 @@ async def test_a_resources_change_moves_the_pods_in_place(harness: Harness) -> N
         assert pod["metadata"]["uid"] == old[name]["metadata"]["uid"]
         assert pod["metadata"]["labels"][REVISION] == status["updateRevision"]
     assert status["updatedReplicas"] == status["currentReplicas"] == 3
-    assert len(await events(client, "InPlaceResize")) == 3
+    moves = await await_until(
+        lambda: _when(events(client, "InPlaceResize"), lambda found: len(found) == 3),
+        what="an InPlaceResize event per pod (posted in the background)",
+    )
+    assert all(message.startswith("Moved pod web-") for message in moves)
     assert await events(client, "SuccessfulDelete") == []
 
 

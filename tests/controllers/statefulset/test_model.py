@@ -760,3 +760,18 @@ def test_replacing_a_pod_at_no_revision_counts_nothing_off() -> None:
     assert actions(result) == [("delete", "web-2")]
     done = [a for phase in result.phases for step in phase.steps for a in step]
     assert settle_status(sts, result.status, done)["currentReplicas"] == 2
+
+
+def test_a_resources_change_of_a_template_that_mounts_its_claims_adopts_the_pods() -> None:
+    def mounting(memory: str) -> Obj:
+        tmpl = template(memory=memory)
+        tmpl["spec"]["containers"][0]["volumeMounts"] = [{"name": "www", "mountPath": "/data"}]
+        return tmpl
+
+    base = with_claims()
+    old = revision(base, mounting("64Mi"), 1)
+    new = revision(base, mounting("128Mi"), 2)
+    sts = {**base, "spec": {**base["spec"], "template": mounting("128Mi")}}
+    pods = [pod(i, rev=old, sts=base) for i in range(3)]
+    result = run(sts, pods, current=old, update=new)
+    assert actions(result) == [("adopt", "web-0"), ("adopt", "web-1"), ("adopt", "web-2")]

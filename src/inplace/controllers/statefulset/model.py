@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..deployment.rollout import scaled_value
-from ..history import REVISION_HASH_LABEL, template_of
+from ..history import REVISION_HASH_LABEL, revision_data, template_of
 from ..pods import is_available, is_ready, pod_from_template
 from ..workloadresize.revisions import in_place_labels
 from .claims import (
@@ -173,6 +173,38 @@ def storage_matches(sts: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     return True
 
 
+def _claim_volumes(sts: Mapping[str, Any], ordinal: int) -> list[Obj]:
+    return [
+        {
+            "name": _name(claim_template),
+            "persistentVolumeClaim": {"claimName": claim_name(_name(sts), claim_template, ordinal)},
+        }
+        for claim_template in _spec(sts).get("volumeClaimTemplates") or ()
+    ]
+
+
+def _with_volumes(spec: Obj, claims: list[Obj]) -> None:
+    """Mount ``claims`` in ``spec`` in place of volumes of the same names (upstream's
+    ``updateStorage``)."""
+    if claims:
+        taken = {c["name"] for c in claims}
+        spec["volumes"] = claims + [
+            copy.deepcopy(v) for v in spec.get("volumes") or () if v.get("name") not in taken
+        ]
+
+
+def as_made(sts: Mapping[str, Any], revision: Mapping[str, Any], ordinal: int) -> Obj:
+    """``revision`` with its template as the pod of ``ordinal`` is made from it: with the
+    claim volumes its containers mount, so that it can be judged as a pod."""
+    claims = _claim_volumes(sts, ordinal)
+    if not claims:
+        return dict(revision)
+    template = template_of(revision)
+    template["spec"] = copy.deepcopy(template.get("spec") or {})
+    _with_volumes(template["spec"], claims)
+    return {**revision, "data": revision_data(template)}
+
+
 def new_pod(
     sts: Mapping[str, Any], template: Mapping[str, Any], ordinal: int, revision: str
 ) -> Obj:
@@ -196,21 +228,7 @@ def new_pod(
     service = _spec(sts).get("serviceName")
     if service:
         spec["subdomain"] = service
-    claims: list[Obj] = []
-    for claim_template in _spec(sts).get("volumeClaimTemplates") or ():
-        claims.append(
-            {
-                "name": _name(claim_template),
-                "persistentVolumeClaim": {
-                    "claimName": claim_name(_name(sts), claim_template, ordinal)
-                },
-            }
-        )
-    if claims:
-        taken = {c["name"] for c in claims}
-        spec["volumes"] = claims + [
-            copy.deepcopy(v) for v in spec.get("volumes") or () if v.get("name") not in taken
-        ]
+    _with_volumes(spec, _claim_volumes(sts, ordinal))
     return pod
 
 
@@ -546,7 +564,11 @@ class _Sync:
                 continue
             if _phase(pod) in ("Failed", "Succeeded") or revision_of(pod) == self.update_name:
                 continue
-            moved = in_place_labels(pod, self.revisions, self.update, labels)
+            # Judged as the pods are made: a template alone mounts claims it does not have.
+            ordinal = ordinal_of(pod)
+            revisions = [as_made(self.sts, r, ordinal) for r in self.revisions]
+            update = as_made(self.sts, self.update, ordinal)
+            moved = in_place_labels(pod, revisions, update, labels)
             if moved:
                 was_current = revision_of(pod) == self.current_name
                 phase.steps.append((AdoptRevision(pod, moved, was_current),))
