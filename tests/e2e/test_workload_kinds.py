@@ -238,3 +238,28 @@ def test_invalid_objects_are_refused_naming_the_field(kinds: Cluster) -> None:
     )
     assert renamed.returncode != 0
     assert "spec: Forbidden: updates to statefulset spec for fields other than" in renamed.stderr
+
+
+def test_kubectls_typed_creates(kinds: Cluster) -> None:
+    """``kubectl create cronjob`` sends protobuf; ``kubectl create job --from=cronjob/...``
+    reads the CronJob and makes a Job of its template, owned by it."""
+    kinds.kubectl(
+        "create",
+        "cronjob",
+        "hourly",
+        "-n",
+        NAMESPACE,
+        "--image=busybox",
+        "--schedule=0 * * * *",
+        "--",
+        "true",
+    )
+    hourly = get(kinds, "cronjob/hourly")
+    assert hourly["spec"]["schedule"] == "0 0 30 2 *"  # February 30th: it never runs
+    assert hourly["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    kinds.kubectl("create", "job", "report-now", "--from=cronjob/report", "-n", NAMESPACE)
+    job = get(kinds, "job/report-now")
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    owner = job["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("CronJob", "report", True)
+    kinds.kubectl("delete", "job", "report-now", "-n", NAMESPACE)
