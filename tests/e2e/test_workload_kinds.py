@@ -246,17 +246,17 @@ def test_kubectls_typed_creates(kinds: Cluster) -> None:
     kinds.kubectl(
         "create",
         "cronjob",
-        "hourly",
+        "never",
         "-n",
         NAMESPACE,
         "--image=busybox",
-        "--schedule=0 * * * *",
+        "--schedule=0 0 30 2 *",
         "--",
         "true",
     )
-    hourly = get(kinds, "cronjob/hourly")
-    assert hourly["spec"]["schedule"] == "0 0 30 2 *"  # February 30th: it never runs
-    assert hourly["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    never = get(kinds, "cronjob/never")
+    assert never["spec"]["schedule"] == "0 0 30 2 *"  # February 30th: it never runs
+    assert never["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
     kinds.kubectl("create", "job", "report-now", "--from=cronjob/report", "-n", NAMESPACE)
     job = get(kinds, "job/report-now")
     assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
