@@ -90,7 +90,7 @@ def int_or_percent_value(value: object) -> int:
 # -- shared --------------------------------------------------------------------------------------
 
 
-def _validate_selector(errs: list[FieldError], selector: object, *, kind: str) -> bool:
+def _validate_stateful_set_selector(errs: list[FieldError], selector: object) -> bool:
     """A selector's own rules (a present one is validated; the empty one is refused); True
     when upstream's ``LabelSelectorAsSelector`` would accept it (an absent selector selects
     nothing, so the template check that follows reports it too)."""
@@ -98,7 +98,7 @@ def _validate_selector(errs: list[FieldError], selector: object, *, kind: str) -
         return True
     usable = validate_label_selector(errs, selector, "spec.selector")
     if isinstance(selector, Mapping) and selector_is_empty(selector):
-        errs.append(invalid("spec.selector", selector, f"empty selector is invalid for {kind}"))
+        errs.append(invalid("spec.selector", selector, "empty selector is invalid for statefulset"))
     return usable
 
 
@@ -189,7 +189,7 @@ def _validate_stateful_set_strategy(errs: list[FieldError], spec: Mapping[str, A
 def _template_with_claim_volumes(template: object, spec: Mapping[str, Any]) -> object:
     """The template as upstream validates it: the controller sets ``hostname`` and
     ``subdomain``, and adds a volume for each claim template (so mounts may name them)."""
-    claims = [c for c in objects_in(spec.get("volumeClaimTemplates"))]
+    claims = objects_in(spec.get("volumeClaimTemplates"))
     pod_spec = lookup(template, "spec")
     if not isinstance(pod_spec, Mapping):
         return template
@@ -269,7 +269,7 @@ def _validate_stateful_set_spec(
     selector = spec.get("selector")
     if selector is None:
         errs.append(required("spec.selector"))
-    usable = _validate_selector(errs, selector, kind="statefulset")
+    usable = _validate_stateful_set_selector(errs, selector)
     template = or_empty(spec.get("template"))
     if not usable:
         errs.append(invalid("spec.selector", selector, ""))
