@@ -77,6 +77,23 @@ restart of the controller. The human-readable counts are in the ``PodsResized`` 
 
 # -- on nodes --------------------------------------------------------------------------------
 
+IN_PLACE: Final = "inplace.dev/in-place"
+"""On a workload: ``"false"`` opts it out of the in-place rule, so a resources-only change of
+its template rolls out as upstream does. Unset or ``"true"``: the rule applies."""
+
+HELD: Final = "inplace.dev/held"
+"""JSON written by the operator's admission webhook on a workload whose resources-only change
+it held from rolling out: what the webhook changed so the real controllers do not replace
+pods (``{"paused": false}`` for a Deployment it paused, ``{"updateStrategy": {...}}`` for a
+StatefulSet or DaemonSet it set to ``OnDelete``), restored by the operator once the pods
+are moved to the new template in place."""
+
+TEMPLATE_RESOURCES: Final = "inplace.dev/template-resources"
+"""JSON on a Job, written by the operator's admission webhook: the containers' resources of
+the change it took out of the Job's immutable template (``{"main": {"requests": {...},
+"limits": {...}}}``); the Job's pods are resized to them, and its later pods created at
+them."""
+
 SIMULATED: Final = "inplace.dev/simulated"
 """Label ``"true"`` on a node served by a simulated node agent (no processes)."""
 

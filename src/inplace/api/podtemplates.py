@@ -14,7 +14,17 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["RESIZABLE_FIELDS", "only_resizable_changed", "without_resizable"]
+import orjson
+
+from inplace.api.annotations import TEMPLATE_RESOURCES
+
+__all__ = [
+    "RESIZABLE_FIELDS",
+    "effective_template",
+    "only_resizable_changed",
+    "recorded_resources",
+    "without_resizable",
+]
 
 RESIZABLE_FIELDS: Final = ("resources", "resizePolicy")
 """The container fields a resize may change."""
@@ -49,3 +59,33 @@ def only_resizable_changed(old: Mapping[str, Any] | Any, new: Mapping[str, Any] 
     if semantic(old) == semantic(new):
         return False
     return bool(semantic(without_resizable(old)) == semantic(without_resizable(new)))
+
+
+def recorded_resources(owner: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The containers' resources recorded on a Job whose immutable template could not take
+    a resources-only change (:data:`~inplace.api.annotations.TEMPLATE_RESOURCES`, written by
+    the operator's webhook): container name → resources; empty when none or malformed."""
+    annotations = (owner.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(TEMPLATE_RESOURCES) if isinstance(annotations, Mapping) else None
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): dict(v) for k, v in value.items() if isinstance(v, dict)}
+
+
+def effective_template(owner: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod template an owner's pods should match: its ``spec.template``, with the
+    resources :func:`recorded_resources` holds put in place of its containers'."""
+    template: dict[str, Any] = copy.deepcopy(dict((owner.get("spec") or {}).get("template") or {}))
+    recorded = recorded_resources(owner)
+    if not recorded:
+        return template
+    for container in (template.get("spec") or {}).get("containers") or ():
+        if isinstance(container, dict) and container.get("name") in recorded:
+            container["resources"] = copy.deepcopy(recorded[container["name"]])
+    return template

@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from inplace.api.annotations import RESIZE_POLICY, RESIZE_STATUS
+from inplace.api.podtemplates import effective_template
 from inplace.api.timestamps import rfc3339
 from inplace.api.vpa_policy import OFF, update_mode
 from inplace.api.vpa_targets import Lookup, Target, controlling_vpa, resolve_target
@@ -318,7 +319,7 @@ class WorkloadResizeController:
         owner = informer.get(f"{namespace}/{ref.get('name')}") if informer is not None else None
         if owner is None:
             return None
-        return desired_resources((owner.get("spec") or {}).get("template") or {})
+        return desired_resources(effective_template(owner))
 
     # -- reconcile ---------------------------------------------------------------------------
 
@@ -362,7 +363,7 @@ class WorkloadResizeController:
         now = self.ctx.now()
         policy = "InPlaceOnly"
         for owner, pods in groups:
-            template = (owner.get("spec") or {}).get("template") or {}
+            template = effective_template(owner)
             want = desired_resources(template)
             fp = fingerprint(want)
             if pods:
@@ -616,8 +617,9 @@ class WorkloadResizeController:
 
 def _revision_of(kind: str, owner: Mapping[str, Any]) -> Any:
     """What, when it changes on an owner, may change the size its pods should have: the
-    template, and for a StatefulSet the update revision its pods are moved to."""
-    template = (owner.get("spec") or {}).get("template")
+    template (with a Job's recorded resources), and for a StatefulSet the update revision
+    its pods are moved to."""
+    template = effective_template(owner)
     if kind == "StatefulSet":
         return template, (owner.get("status") or {}).get("updateRevision")
     return template
