@@ -75,3 +75,19 @@ def test_a_pod_already_there_needs_nothing_and_an_unknown_revision_is_replaced()
     assert in_place_labels(pod(name(BIGGER)), [OLD, BIGGER], BIGGER, labels) == {}
     assert in_place_labels(pod("db-gone"), [OLD, BIGGER], BIGGER, labels) is None
     assert revision_of_pod({"metadata": {}}, [OLD]) is None
+
+
+def test_a_template_mounting_its_claim_is_judged_with_the_pods_volumes() -> None:
+    """A StatefulSet's template mounts a claim only its pods have as a volume."""
+
+    def mounting(memory: str) -> dict[str, Any]:
+        t = template(cpu="100m", memory=memory)
+        t["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        return t
+
+    old = new_revision(OWNER, mounting("64Mi"), 1)
+    update = new_revision(OWNER, mounting("128Mi"), 2)
+    claimed = pod(name(old))
+    claimed["spec"] = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]}
+    labels = {REVISION_HASH_LABEL: name(update)}
+    assert in_place_labels(claimed, [old, update], update, labels) == labels

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..deployment.rollout import scaled_value
-from ..history import REVISION_HASH_LABEL, revision_data, template_of
+from ..history import REVISION_HASH_LABEL, template_of
 from ..pods import is_available, is_ready, pod_from_template
 from ..workloadresize.revisions import in_place_labels
 from .claims import (
@@ -191,18 +191,6 @@ def _with_volumes(spec: Obj, claims: list[Obj]) -> None:
         spec["volumes"] = claims + [
             copy.deepcopy(v) for v in spec.get("volumes") or () if v.get("name") not in taken
         ]
-
-
-def as_made(sts: Mapping[str, Any], revision: Mapping[str, Any], ordinal: int) -> Obj:
-    """``revision`` with its template as the pod of ``ordinal`` is made from it: with the
-    claim volumes its containers mount, so that it can be judged as a pod."""
-    claims = _claim_volumes(sts, ordinal)
-    if not claims:
-        return dict(revision)
-    template = template_of(revision)
-    template["spec"] = copy.deepcopy(template.get("spec") or {})
-    _with_volumes(template["spec"], claims)
-    return {**revision, "data": revision_data(template)}
 
 
 def new_pod(
@@ -564,11 +552,7 @@ class _Sync:
                 continue
             if _phase(pod) in ("Failed", "Succeeded") or revision_of(pod) == self.update_name:
                 continue
-            # Judged as the pods are made: a template alone mounts claims it does not have.
-            ordinal = ordinal_of(pod)
-            revisions = [as_made(self.sts, r, ordinal) for r in self.revisions]
-            update = as_made(self.sts, self.update, ordinal)
-            moved = in_place_labels(pod, revisions, update, labels)
+            moved = in_place_labels(pod, self.revisions, self.update, labels)
             if moved:
                 was_current = revision_of(pod) == self.current_name
                 phase.steps.append((AdoptRevision(pod, moved, was_current),))

@@ -60,9 +60,26 @@ def in_place_labels(
     revision = revision_of_pod(pod, revisions)
     if revision is None:
         return None
-    if not in_place_verdict(template_of(revision), template_of(update_revision)).in_place:
+    old, new = (_as_made(template_of(r), pod) for r in (revision, update_revision))
+    if not in_place_verdict(old, new).in_place:
         return None
     return changed
+
+
+def _as_made(template: Obj, pod: Mapping[str, Any]) -> Obj:
+    """``template`` with the volumes its pod was given beside it (a StatefulSet's claims):
+    judged as a pod, a template alone mounts volumes it does not have."""
+    spec = dict(template.get("spec") or {})
+    named = {v.get("name") for v in spec.get("volumes") or () if isinstance(v, Mapping)}
+    extra = [
+        v
+        for v in (pod.get("spec") or {}).get("volumes") or ()
+        if isinstance(v, Mapping) and v.get("name") not in named
+    ]
+    if not extra:
+        return template
+    spec["volumes"] = [*(spec.get("volumes") or ()), *extra]
+    return {**template, "spec": spec}
 
 
 async def adopt_revision(client: Client, pod: Mapping[str, Any], labels: Mapping[str, str]) -> Obj:
