@@ -15,8 +15,10 @@ the second and through DST changes, and a bad one is refused with the same words
 - ``next_after(t)`` walks month, day, hour, minute, second as robfig does, in the
   schedule's zone (the prefix's) or else in ``t``'s own zone (robfig's ``time.Local``
   schedules are "local to the time provided"), with Go's rule for a wall time a DST change
-  skips or repeats (``go_date``): an hour skipped in spring is not run, an hour repeated in
-  autumn runs twice for an hourly schedule and once (the first) for a daily one.
+  skips or repeats (``go_date``): a time in the hour skipped in spring does not run that
+  day, a time in the hour repeated in autumn runs twice (daily schedules too). One
+  deliberate difference: where a zone skips a whole day (Pacific/Apia on 2011-12-30),
+  robfig's day walk never advances and ``Next`` never returns; here it returns None.
 
 ``croniter`` is the well-kept Python library for cron expressions, but it does not follow
 robfig's semantics (its day-of-month/day-of-week rule, ``L``/``#``/seconds extensions,
@@ -25,7 +27,9 @@ DST handling) nor its messages, which API clients see in a 422, hence this trans
 
 from __future__ import annotations
 
+import os
 import unicodedata
+import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
@@ -129,7 +133,10 @@ class SpecSchedule(Schedule):
                 if not added:
                     added = True
                     t = go_date(t.year, t.month, 1, 0, 0, 0, zone)
+                before = t
                 t = go_date(t.year, t.month + 1, t.day, t.hour, t.minute, t.second, zone)
+                if t <= before:
+                    return None  # a day the zone skipped entirely: robfig loops for ever
                 if t.month == 1:
                     wrapped = True
                     break
@@ -139,6 +146,7 @@ class SpecSchedule(Schedule):
                 if not added:
                     added = True
                     t = go_date(t.year, t.month, t.day, 0, 0, 0, zone)
+                before = t
                 t = go_date(t.year, t.month, t.day + 1, t.hour, t.minute, t.second, zone)
                 # Midnight a DST change skipped lands on 23:00 or 01:00: back to midnight.
                 if t.hour != 0:
@@ -146,6 +154,8 @@ class SpecSchedule(Schedule):
                         t = _add(t, timedelta(hours=24 - t.hour))
                     else:
                         t = _add(t, timedelta(hours=-t.hour))
+                if t <= before:
+                    return None  # a day the zone skipped entirely: robfig loops for ever
                 if t.day == 1:
                     wrapped = True
                     break
@@ -268,11 +278,26 @@ def load_location(name: str) -> tzinfo | None:
         raise ScheduleError("time: invalid location name")
     try:
         return ZoneInfo(name)
-    except (ValueError, OSError):
-        # ZoneInfoNotFoundError is a KeyError; a directory or unreadable file an OSError.
+    except IsADirectoryError:
+        raise ScheduleError("is a directory") from None
+    except ValueError:
+        # Not a TZif file (zone.tab), or a name Python refuses outright.
+        raise ScheduleError("malformed time zone information") from None
+    except (KeyError, OSError):
+        # ZoneInfoNotFoundError is a KeyError.
+        if _names_a_file_as_directory(name):
+            raise ScheduleError("not a directory") from None
         raise ScheduleError(f"unknown time zone {name}") from None
-    except KeyError:
-        raise ScheduleError(f"unknown time zone {name}") from None
+
+
+def _names_a_file_as_directory(name: str) -> bool:
+    """Whether a parent of ``name`` is a file in a zoneinfo directory (Go: ENOTDIR)."""
+    parts = name.split("/")
+    for root in zoneinfo.TZPATH:
+        for depth in range(1, len(parts)):
+            if os.path.isfile(os.path.join(root, *parts[:depth])):
+                return True
+    return False
 
 
 def _parse_descriptor(descriptor: str, location: tzinfo | None) -> Schedule:
