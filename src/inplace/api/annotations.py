@@ -7,9 +7,12 @@ value with a 422 that names the annotation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Any, Final
+
+import orjson
 
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.timestamps import parse_go_duration
@@ -187,3 +190,17 @@ def parse_pause_timeout(value: str) -> float:
     if seconds <= 0:
         raise ValueError("must be greater than 0")
     return seconds
+
+
+def parse_held(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The :data:`HELD` record on a workload, or None when it is not held (or the record is
+    not a JSON object: then there is nothing to restore)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(HELD) if isinstance(annotations, Mapping) else None
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

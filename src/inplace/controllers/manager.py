@@ -132,6 +132,12 @@ def _workload_resize(ctx: Context) -> Controller:
     return WorkloadResizeController(ctx)
 
 
+def _release(ctx: Context) -> Controller:
+    from .release.controller import ReleaseController
+
+    return ReleaseController(ctx)
+
+
 def _rescue(ctx: Context) -> Controller:
     from .rescue.controller import RescueController
 
@@ -256,6 +262,14 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _workload_resize,
         "resizes a workload's pods in place when only its template's resources change",
         service_account="workload-resize-controller",
+    ),
+    ControllerSpec(
+        "in-place-release",
+        ("release", "in-place-release-controller"),
+        _release,
+        "completes in place a resources-only change the operator's webhook held from rolling "
+        "out (real clusters)",
+        service_account="in-place-release-controller",
     ),
     ControllerSpec(
         "rescue-controller",

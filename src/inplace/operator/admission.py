@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import orjson
 
-from inplace.api.annotations import HELD, IN_PLACE, TEMPLATE_RESOURCES
+from inplace.api.annotations import HELD, IN_PLACE, TEMPLATE_RESOURCES, parse_held
 from inplace.api.podtemplates import recorded_resources
 from inplace.controllers.workloadresize.model import in_place_verdict
 
@@ -42,7 +42,6 @@ __all__ = [
     "HELD_KINDS",
     "Admission",
     "JobLookup",
-    "held_state",
     "mutate",
     "review_response",
 ]
@@ -80,18 +79,6 @@ def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def held_state(obj: Mapping[str, Any]) -> Obj | None:
-    """The :data:`HELD` record on a workload, or None when it is not held."""
-    text = _annotations(obj).get(HELD)
-    if not text:
-        return None
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _template(obj: Mapping[str, Any]) -> Obj:
     return dict((obj.get("spec") or {}).get("template") or {})
 
@@ -121,7 +108,7 @@ def mutate(
     if kind == "Job":
         return _job(old, new)
     verdict = in_place_verdict(_template(old), _template(new))
-    held = held_state(new)
+    held = parse_held(new)
     if not verdict.in_place:
         return Admission()
     if kind == "Deployment":

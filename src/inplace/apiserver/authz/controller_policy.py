@@ -243,6 +243,14 @@ def _controllers() -> dict[str, list[dict[str, Any]]]:
             rule(("patch",), ("batch",), ("jobs/status",)),
             events_rule(),
         ],
+        # This project's: completes what the operator's webhook held (a ReplicaSet's
+        # template, pods' revision labels, the workload given back).
+        "in-place-release-controller": [
+            rule(("update",), ("apps",), ("replicasets",)),
+            rule(("patch",), ("apps",), ("deployments", "statefulsets", "daemonsets")),
+            rule(("patch",), ("",), ("pods",)),
+            events_rule(),
+        ],
         # This project's rescuer: usage from metrics.k8s.io, a donor's size remembered in
         # its annotation (a patch of the pod), then shrunk and grown back by pods/resize.
         "rescue-controller": [
