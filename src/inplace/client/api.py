@@ -44,6 +44,7 @@ __all__ = [
     "EVENTS",
     "JOBS",
     "LEASES",
+    "MUTATINGWEBHOOKCONFIGURATIONS",
     "NAMESPACES",
     "NODEMETRICS",
     "NODES",
@@ -157,6 +158,13 @@ PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVo
 PERSISTENTVOLUMECLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
+MUTATINGWEBHOOKCONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    False,
+    "MutatingWebhookConfiguration",
+)
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"
 )
