@@ -39,6 +39,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "SpecSchedule",
+    "go_quote",
     "load_location",
     "parse_duration",
     "parse_schedule",
@@ -397,7 +398,7 @@ def _parse_int_or_name(expression: str, names: dict[str, int] | None) -> int:
 def _parse_non_negative_int(expression: str) -> int:
     """robfig's ``mustParseInt``: Go's ``strconv.Atoi``, then no negatives."""
     digits = expression[1:] if expression[:1] in ("+", "-") else expression
-    atoi = f"strconv.Atoi: parsing {_go_strconv_quote(expression)}"
+    atoi = f"strconv.Atoi: parsing {go_quote(expression)}"
     if not digits or not all("0" <= c <= "9" for c in digits):
         raise ScheduleError(f"failed to parse int from {expression}: {atoi}: invalid syntax")
     number = int(expression)
@@ -605,8 +606,8 @@ _STRCONV_ESCAPES = {
 }
 
 
-def _go_strconv_quote(text: str) -> str:
-    """Go's ``strconv.Quote``: printable runes kept, others escaped."""
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote`` (``%q``): printable runes kept, others escaped."""
     out = ['"']
     for c in text:
         if c in '"\\':
