@@ -72,6 +72,12 @@ def _daemonset(ctx: Context) -> Controller:
     return DaemonSetController(ctx)
 
 
+def _cronjob(ctx: Context) -> Controller:
+    from .cronjob.controller import CronJobController
+
+    return CronJobController(ctx)
+
+
 def _ttl(ctx: Context) -> Controller:
     from .job.ttl import TTLAfterFinishedController
 
@@ -191,6 +197,13 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
         _daemonset,
         "DaemonSets",
         service_account="daemon-set-controller",
+    ),
+    ControllerSpec(
+        "cronjob-controller",
+        ("cronjob",),
+        _cronjob,
+        "CronJobs",
+        service_account="cronjob-controller",
     ),
     ControllerSpec(
         "ttl-after-finished-controller",
