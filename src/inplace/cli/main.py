@@ -150,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
+    from inplace.operator.main import build_parser as operator_arguments
+
+    operator_arguments(
+        commands.add_parser(
+            "operator", help="resize workloads in place on a real cluster (webhook + controllers)"
+        )
+    )
+
     from inplace.dashboard.main import add_arguments as dashboard_arguments
 
     dashboard_arguments(
@@ -185,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         from inplace.controllers.main import main as controller_manager_main
 
         return controller_manager_main(sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "operator":
+        from inplace.operator.main import main as operator_main
+
+        return operator_main(sys.argv[2:] if argv is None else argv[1:])
     if args.command == "dashboard":
         from inplace.dashboard.main import main as dashboard_main
 

@@ -1,0 +1,235 @@
+"""``inplace operator``: restart-free resizing on a real cluster (Kubernetes 1.33 and later),
+beside the real controllers.
+
+    inplace operator --namespace inplace-system --webhook-service inplace-webhook   # in a pod
+    inplace operator --kubeconfig admin.kubeconfig --webhook-url https://10.0.0.5:9443/mutate
+
+Every replica serves the admission webhook (:mod:`.webhook`, the rule in :mod:`.admission`)
+with the certificate the replicas share through a Secret (:mod:`.certs`); the replica that
+holds the Lease (:mod:`inplace.client.leaderelection`) keeps the MutatingWebhookConfiguration
+pointing at them with the current CA, and runs the controllers — by default
+``workload-resize`` (pods resized through ``pods/resize``, progress on the workload) and
+``in-place-release`` (the held change completed in place), the same code as in ``inplace
+up``. A leader that loses its Lease exits (status 1) so that it restarts as a standby, as
+client-go's components do. ``/healthz`` and ``/readyz`` are served on ``--health-port``,
+the controllers' metrics on ``--metrics-port``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, start_http_server
+
+from inplace.client import JOBS, Client, ConfigError, Informer, load_config
+from inplace.client.leaderelection import LeaderElectionConfig, LeaderElector
+from inplace.controllers.main import parse_duration
+from inplace.controllers.manager import (
+    ControllerManager,
+    ControllerSelectionError,
+    select_controllers,
+)
+from inplace.loop import run as run_event_loop
+
+from .certs import ensure_serving_cert, ensure_webhook_configuration
+from .webhook import WebhookServer
+
+__all__ = ["build_parser", "main"]
+
+log = logging.getLogger("inplace.operator")
+
+DEFAULT_CONTROLLERS = "workload-resize,in-place-release"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or argparse.ArgumentParser(
+        prog="inplace operator", description="Resize workloads in place on a real cluster."
+    )
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster)")
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "inplace-system"),
+        help="where its Lease and Secret live ($POD_NAMESPACE, else inplace-system)",
+    )
+    parser.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this replica's name in the Lease ($POD_NAME, else the host name)",
+    )
+    parser.add_argument("--lease-name", default="inplace-operator")
+    parser.add_argument("--lease-duration", type=parse_duration, default=15.0)
+    parser.add_argument("--renew-deadline", type=parse_duration, default=10.0)
+    parser.add_argument("--retry-period", type=parse_duration, default=2.0)
+    parser.add_argument("--webhook-host", default="0.0.0.0")
+    parser.add_argument("--webhook-port", type=int, default=9443)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--webhook-service", help="the Service in --namespace the API server calls (port 443)"
+    )
+    where.add_argument(
+        "--webhook-url", help="the URL the API server calls instead (no Service routing)"
+    )
+    parser.add_argument("--webhook-configuration", default="inplace-operator")
+    parser.add_argument("--secret", default="inplace-webhook-tls", help="the webhook's TLS Secret")
+    parser.add_argument(
+        "--exclude-namespace",
+        action="append",
+        default=[],
+        help="a namespace the webhook ignores (repeatable; its own and kube-system always)",
+    )
+    parser.add_argument(
+        "--controllers",
+        default=DEFAULT_CONTROLLERS,
+        help=f"the controllers the leader runs (default: {DEFAULT_CONTROLLERS})",
+    )
+    parser.add_argument(
+        "--resize-replace-after",
+        type=parse_duration,
+        default=30.0,
+        help="how long an InPlacePreferred pod's resize may wait before it is replaced (30s)",
+    )
+    parser.add_argument("--own-user", default="", help="its own user name (its writes pass)")
+    parser.add_argument("--health-port", type=int, default=8081)
+    parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def _names(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The DNS names and IP addresses the serving certificate must cover."""
+    if args.webhook_url:
+        host = urlsplit(args.webhook_url).hostname or ""
+        try:
+            socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
+        except OSError:
+            return [host], []
+        return [], [host]
+    svc, ns = args.webhook_service, args.namespace
+    return [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"], []
+
+
+class _Health:
+    """``/healthz`` (the process serves) and ``/readyz`` (its webhook serves)."""
+
+    def __init__(self, webhook: WebhookServer) -> None:
+        self.webhook = webhook
+        self.runner: web.AppRunner | None = None
+
+    async def start(self, port: int) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthy)
+        app.router.add_get("/readyz", self._ready)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "0.0.0.0", port).start()
+
+    async def _healthy(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _ready(self, _request: web.Request) -> web.Response:
+        if self.webhook.port:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="webhook not serving")
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+
+async def run(args: argparse.Namespace) -> int:
+    specs = select_controllers(args.controllers)
+    config = load_config(args.kubeconfig)
+    registry = CollectorRegistry()
+    if args.metrics_port:
+        start_http_server(args.metrics_port, registry=registry)
+    options: Mapping[str, Any] = {
+        "metrics_registry": registry,
+        "resize_replace_after": args.resize_replace_after,
+    }
+    dns, ips = _names(args)
+    async with Client(config, user_agent="inplace-operator", connection_limit=64) as client:
+        cert = await ensure_serving_cert(client, args.namespace, args.secret, dns, ips)
+        jobs = Informer(client, JOBS)
+        jobs_task = asyncio.create_task(jobs.run())
+        webhook = WebhookServer(
+            cert,
+            host=args.webhook_host,
+            port=args.webhook_port,
+            own_user=args.own_user,
+            jobs=lambda namespace, name: jobs.get(f"{namespace}/{name}"),
+        )
+        await webhook.start()
+        health = _Health(webhook)
+        await health.start(args.health_port)
+        log.info("%s: webhook serving on port %d", args.identity, webhook.port)
+
+        async def lead() -> None:
+            service = None
+            if args.webhook_service:
+                service = (args.namespace, args.webhook_service, 443, "/mutate")
+            await ensure_webhook_configuration(
+                client,
+                args.webhook_configuration,
+                ca_pem=cert.ca_pem,
+                service=service,
+                url=args.webhook_url,
+                namespace_exclude=(args.namespace, "kube-system", *args.exclude_namespace),
+            )
+            await ControllerManager(client, specs, options=options).run()
+
+        elector = LeaderElector(
+            client,
+            LeaderElectionConfig(
+                args.lease_name,
+                args.namespace,
+                args.identity,
+                lease_duration=args.lease_duration,
+                renew_deadline=args.renew_deadline,
+                retry_period=args.retry_period,
+            ),
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        leading = asyncio.create_task(elector.run(lead))
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({leading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if leading.done():
+                leading.result()
+                log.warning("%s: leadership lost; exiting to restart as a standby", args.identity)
+                return 1
+            return 0
+        finally:
+            for task in (leading, stopping, jobs_task):
+                task.cancel()
+            for task in (leading, stopping, jobs_task):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await health.stop()
+            await webhook.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    try:
+        return run_event_loop(run(args))
+    except (ConfigError, ControllerSelectionError) as exc:
+        print(f"inplace operator: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
