@@ -68,7 +68,7 @@ class StatusChanges:
             self.added.append(ref)
 
     def apply(self, cronjob: Mapping[str, Any]) -> StatusPatch | None:
-        """The merge patch that makes ``cronjob``'s status hold these changes (None: it does)."""
+        """``cronjob``'s whole status with these changes made (None: it holds them)."""
         status = cronjob.get("status") or {}
         current = list(status.get("active") or ())
         active = [ref for ref in current if ref.get("uid") not in self.removed]
@@ -86,14 +86,18 @@ class StatusChanges:
             and last_success == status.get("lastSuccessfulTime")
         ):
             return None
-        return StatusPatch(
-            {
-                "active": active or None,
-                "lastScheduleTime": last_schedule,
-                "lastSuccessfulTime": last_success,
-            },
-            guarded=True,
-        )
+        new_status = {
+            key: value
+            for key, value in status.items()
+            if key not in ("active", "lastScheduleTime", "lastSuccessfulTime")
+        }
+        if active:
+            new_status["active"] = active
+        if last_schedule:
+            new_status["lastScheduleTime"] = last_schedule
+        if last_success:
+            new_status["lastSuccessfulTime"] = last_success
+        return StatusPatch(new_status, guarded=True)
 
     def __bool__(self) -> bool:
         return bool(
@@ -342,17 +346,26 @@ class CronJobController(QueueController):
         return create.requeue_after
 
     async def _write_status(self, cronjob: Obj, changes: StatusChanges) -> None:
+        """Upstream's ``UpdateStatus`` (a PUT of ``cronjobs/status``, the verb its role
+        grants), through the status loop: on a conflict the changes are applied again to a
+        fresh read."""
         meta = cronjob["metadata"]
+        seen: list[Mapping[str, Any]] = [cronjob]
+
+        def compute(current: Mapping[str, Any]) -> StatusPatch | None:
+            seen[0] = current
+            return changes.apply(current)
 
         async def send(body: dict[str, Any]) -> dict[str, Any]:
-            return await self.client.patch(
-                CRONJOBS, meta["name"], body, namespace=meta.get("namespace"), subresource="status"
+            whole = {**with_type(dict(seen[0]), CRONJOBS), "status": body["status"]}
+            return await self.client.update(
+                CRONJOBS, whole, namespace=meta.get("namespace"), subresource="status"
             )
 
         async def reread() -> dict[str, Any]:
             return await self.client.get(CRONJOBS, meta["name"], namespace=meta.get("namespace"))
 
-        await write_status(cronjob, changes.apply, send=send, reread=reread)
+        await write_status(cronjob, compute, send=send, reread=reread)
 
 
 def _namespace_terminating(exc: APIError) -> bool:
