@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,28 @@ async def test_informer_cache_follows_the_server(apiserver: InProcessServer) -> 
             informer.stop()
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_optional_informer_of_a_kind_not_served_is_synced_and_empty(
+    apiserver: InProcessServer,
+) -> None:
+    """A CRD kind the cluster lacks (the VPA on a cluster without it) does not keep the
+    controllers that also read it from starting; a required one keeps retrying."""
+    from inplace.client import Resource
+
+    widgets = Resource("example.com", "v1", "widgets", True, "Widget")
+    async with client_for(apiserver) as client:
+        optional = Informer(client, widgets, optional=True)
+        required = Informer(client, widgets, backoff_max=0.2)
+        tasks = [asyncio.create_task(i.run()) for i in (optional, required)]
+        try:
+            await asyncio.wait_for(optional.wait_synced(), timeout=5)
+            assert optional.list() == []
+            await asyncio.sleep(0.5)
+            assert not required.has_synced
+        finally:
+            for informer, task in zip((optional, required), tasks, strict=True):
+                informer.stop()
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

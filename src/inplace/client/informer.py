@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import Client, Resource, WatchEvent
-from .errors import APIConnectionError, APIError, APIGoneError
+from .errors import APIConnectionError, APIError, APIGoneError, APINotFoundError
 
 __all__ = ["Informer", "key_of", "split_key"]
 
@@ -101,10 +101,13 @@ class Informer:
         watch_timeout: float = 300.0,
         backoff_initial: float = 0.1,
         backoff_max: float = 30.0,
+        optional: bool = False,
     ) -> None:
         """``resync`` (seconds) periodically re-delivers every cached object to ``on_update``
         (old is new); ``watch_timeout`` is the server-side watch duration, randomized up to
-        twice it so many informers don't reconnect in lockstep."""
+        twice it so many informers don't reconnect in lockstep. ``optional``: a kind the
+        cluster may not serve (a CRD not installed): a 404 on list counts as an empty, synced
+        cache, and the list is tried again every ``backoff_max`` seconds until it is served."""
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -114,6 +117,8 @@ class Informer:
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self._backoff = _Backoff(backoff_initial, backoff_max)
+        self.optional = optional
+        self._absent_retry = backoff_max
 
         self._cache: dict[str, Obj] = {}
         self._handlers: list[tuple[AddHandler | None, UpdateHandler | None, DeleteHandler | None]]
@@ -269,6 +274,10 @@ class Informer:
                 need_list = True
                 continue
             except (APIConnectionError, APIError) as exc:
+                if self.optional and need_list and isinstance(exc, APINotFoundError):
+                    self._absent()
+                    await asyncio.sleep(self._absent_retry)
+                    continue
                 delay = self._backoff.next_delay()
                 log.warning(
                     "%s: %s failed: %s; retrying in %.2fs",
@@ -278,6 +287,13 @@ class Informer:
                     delay,
                 )
             await asyncio.sleep(delay)
+
+    def _absent(self) -> None:
+        """An optional kind the cluster does not serve: an empty cache, synced."""
+        if not self._synced.is_set():
+            log.info("%s: not served by this cluster; empty until it is", self._what)
+            self._replace([])
+            self._synced.set()
 
     @property
     def _what(self) -> str:

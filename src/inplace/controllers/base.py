@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from inplace.client import (
     PODS,
@@ -66,6 +66,12 @@ def _node_index(pod: Obj) -> list[str]:
     return [node] if node else []
 
 
+OPTIONAL_GROUPS: Final = frozenset({"autoscaling.k8s.io"})
+"""API groups a cluster may not serve (CRDs): their informers count as synced and empty
+until the kind is installed, so a controller that also reads them (the workload-resize
+controller reads VPAs) runs on a cluster without them."""
+
+
 class SharedInformers:
     """One :class:`Informer` per resource, with the ownership indexes every controller uses."""
 
@@ -77,7 +83,7 @@ class SharedInformers:
     def get(self, resource: Resource) -> Informer:
         informer = self._informers.get(resource)
         if informer is None:
-            informer = Informer(self.client, resource)
+            informer = Informer(self.client, resource, optional=resource.group in OPTIONAL_GROUPS)
             informer.add_index(CONTROLLER_INDEX, controller_uid_index)
             informer.add_index(OWNER_INDEX, owner_uids_index)
             if resource.namespaced:
