@@ -292,6 +292,14 @@ WEBHOOK_RULES: Final = (
 """What the webhook is called for: the held kinds' updates (``admission.HELD_KINDS``)."""
 
 
+JOB_PODS_ONLY: Final = (
+    "request.kind.kind != 'Pod' || (has(object.metadata.ownerReferences) && "
+    "object.metadata.ownerReferences.exists(r, r.kind == 'Job'))"
+)
+"""The CEL ``matchConditions`` expression (GA since 1.30) that sends the webhook no pod but
+a Job's."""
+
+
 def webhook_configuration(
     name: str,
     *,
@@ -350,6 +358,9 @@ def webhook_configuration(
         "sideEffects": "None",
         "timeoutSeconds": timeout_seconds,
         "reinvocationPolicy": "Never",
+        # Of pods, only a Job's are the webhook's (their later pods take a held change):
+        # every other pod's creation is not held up by a call.
+        "matchConditions": [{"name": "workloads-and-job-pods", "expression": JOB_PODS_ONLY}],
     }
     return {
         "apiVersion": MUTATINGWEBHOOKCONFIGURATIONS.api_version,

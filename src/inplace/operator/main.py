@@ -10,8 +10,9 @@ holds the Lease (:mod:`inplace.client.leaderelection`) keeps the MutatingWebhook
 pointing at them with the current CA, and runs the controllers — by default
 ``workload-resize`` (pods resized through ``pods/resize``, progress on the workload) and
 ``in-place-release`` (the held change completed in place), the same code as in ``inplace
-up``. A leader that loses its Lease exits (status 1) so that it restarts as a standby, as
-client-go's components do. ``/healthz`` and ``/readyz`` are served on ``--health-port``,
+up``; ``--vpa`` adds ``vertical-pod-autoscaler``, the autoscaler for the VPAs whose
+``spec.recommenders`` name ``--vpa-recommender-name`` (``inplace``). A leader that loses
+its Lease exits (status 1) so that it restarts as a standby, as client-go's components do. ``/healthz`` and ``/readyz`` are served on ``--health-port``,
 the controllers' metrics on ``--metrics-port``.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -31,7 +33,15 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from prometheus_client import CollectorRegistry, start_http_server
 
-from inplace.client import JOBS, Client, ConfigError, Informer, load_config
+from inplace.client import (
+    JOBS,
+    MUTATINGWEBHOOKCONFIGURATIONS,
+    APINotFoundError,
+    Client,
+    ConfigError,
+    Informer,
+    load_config,
+)
 from inplace.client.leaderelection import LeaderElectionConfig, LeaderElector
 from inplace.controllers.main import parse_duration
 from inplace.controllers.manager import (
@@ -93,12 +103,28 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help=f"the controllers the leader runs (default: {DEFAULT_CONTROLLERS})",
     )
     parser.add_argument(
+        "--vpa",
+        action="store_true",
+        help="also run vertical-pod-autoscaler (as --controllers ...,vertical-pod-autoscaler)",
+    )
+    parser.add_argument(
+        "--vpa-recommender-name",
+        default="inplace",
+        help="the VPAs it autoscales: those whose spec.recommenders name this (inplace)",
+    )
+    parser.add_argument(
         "--resize-replace-after",
         type=parse_duration,
         default=30.0,
         help="how long an InPlacePreferred pod's resize may wait before it is replaced (30s)",
     )
     parser.add_argument("--own-user", default="", help="its own user name (its writes pass)")
+    parser.add_argument(
+        "--cert-check-interval",
+        type=parse_duration,
+        default=3600.0,
+        help="how often the serving certificate's renewal is checked (1h)",
+    )
     parser.add_argument("--health-port", type=int, default=8081)
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--log-level", default="INFO")
@@ -147,7 +173,9 @@ class _Health:
 
 
 async def run(args: argparse.Namespace) -> int:
-    specs = select_controllers(args.controllers)
+    specs = select_controllers(
+        f"{args.controllers},vertical-pod-autoscaler" if args.vpa else args.controllers
+    )
     config = load_config(args.kubeconfig)
     registry = CollectorRegistry()
     if args.metrics_port:
@@ -155,6 +183,7 @@ async def run(args: argparse.Namespace) -> int:
     options: Mapping[str, Any] = {
         "metrics_registry": registry,
         "resize_replace_after": args.resize_replace_after,
+        "vpa_recommender_name": args.vpa_recommender_name,
     }
     dns, ips = _names(args)
     async with Client(config, user_agent="inplace-operator", connection_limit=64) as client:
@@ -173,19 +202,40 @@ async def run(args: argparse.Namespace) -> int:
         await health.start(args.health_port)
         log.info("%s: webhook serving on port %d", args.identity, webhook.port)
 
-        async def lead() -> None:
+        serving = [cert]  # the certificate served now (replaced by renew())
+
+        async def register(ca_pem: bytes) -> None:
             service = None
             if args.webhook_service:
                 service = (args.namespace, args.webhook_service, 443, "/mutate")
             await ensure_webhook_configuration(
                 client,
                 args.webhook_configuration,
-                ca_pem=cert.ca_pem,
+                ca_pem=ca_pem,
                 service=service,
                 url=args.webhook_url,
                 namespace_exclude=(args.namespace, "kube-system", *args.exclude_namespace),
             )
+
+        async def lead() -> None:
+            await register(serving[0].ca_pem)
             await ControllerManager(client, specs, options=options).run()
+
+        async def renew() -> None:
+            """A renewed certificate (new CA) is served only once the API server trusts it:
+            the leader registers both CAs, every replica waits to see its new CA there,
+            then switches; the next leader registers the new CA alone."""
+            while True:
+                await asyncio.sleep(args.cert_check_interval)
+                new = await ensure_serving_cert(client, args.namespace, args.secret, dns, ips)
+                if new.cert_pem == serving[0].cert_pem:
+                    continue
+                while not await _trusted(client, args.webhook_configuration, new.ca_pem):
+                    if elector.is_leader:
+                        await register(serving[0].ca_pem + new.ca_pem)
+                    await asyncio.sleep(args.retry_period)
+                webhook.reload(new)
+                serving[0] = new
 
         elector = LeaderElector(
             client,
@@ -204,6 +254,7 @@ async def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signum, stop.set)
         leading = asyncio.create_task(elector.run(lead))
         stopping = asyncio.create_task(stop.wait())
+        renewing = asyncio.create_task(renew())
         try:
             await asyncio.wait({leading, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if leading.done():
@@ -212,13 +263,26 @@ async def run(args: argparse.Namespace) -> int:
                 return 1
             return 0
         finally:
-            for task in (leading, stopping, jobs_task):
+            for task in (leading, stopping, renewing, jobs_task):
                 task.cancel()
-            for task in (leading, stopping, jobs_task):
+            for task in (leading, stopping, renewing, jobs_task):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await health.stop()
             await webhook.stop()
+
+
+async def _trusted(client: Client, configuration: str, ca_pem: bytes) -> bool:
+    """The webhook configuration's caBundle holds ``ca_pem``."""
+    try:
+        obj = await client.get(MUTATINGWEBHOOKCONFIGURATIONS, configuration)
+    except APINotFoundError:
+        return False
+    bundles = (
+        base64.b64decode(str((w.get("clientConfig") or {}).get("caBundle") or ""))
+        for w in obj.get("webhooks") or ()
+    )
+    return any(ca_pem.strip() in bundle for bundle in bundles)
 
 
 def main(argv: list[str] | None = None) -> int:
