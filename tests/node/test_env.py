@@ -17,6 +17,7 @@ from inplace.node.env import (
     api_server_env,
     container_env,
     expand,
+    expand_command,
     kubernetes_service_env,
     pod_hostname,
     runtime_env,
@@ -108,6 +109,24 @@ async def env_error(c: dict[str, Any], objects: Objects | None = OBJECTS) -> str
 )
 def test_expand(text: str, expanded: str) -> None:
     assert expand(text, {"A": "1"}, {"B": "two"}) == expanded
+
+
+def test_command_and_args_expand_from_kubelets_env() -> None:
+    """kubelet's ExpandContainerCommandAndArgs: command, then args, each word expanded."""
+    container = {
+        "command": ["$(TOOL)", "run"],
+        "args": ["--namespace=$(POD_NAMESPACE)", "--id=$(POD_NAME)", "$$(POD_NAME)", "$(PATH)"],
+    }
+    env = {"TOOL": "inplace", "POD_NAMESPACE": "ops", "POD_NAME": "op-1"}
+    assert expand_command(container, env) == [
+        "inplace",
+        "run",
+        "--namespace=ops",
+        "--id=op-1",
+        "$(POD_NAME)",
+        "$(PATH)",  # the runtime's PATH is not kubelet's to expand
+    ]
+    assert expand_command({"args": ["only"]}, {}) == ["only"]
 
 
 async def test_env_from_then_env_overrides_and_expands() -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "api_server_env",
     "container_env",
     "expand",
+    "expand_command",
     "kubernetes_service_env",
     "pod_hostname",
     "runtime_env",
@@ -284,6 +285,15 @@ def pod_hostname(pod: Mapping[str, Any], *, host_hostname: str | None = None) ->
             )
         return fqdn
     return hostname
+
+
+def expand_command(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    """kubelet's ``ExpandContainerCommandAndArgs``: the container's ``command`` then ``args``,
+    each with ``$(VAR)`` expanded from `env`, kubelet's environment (:func:`container_env`, not
+    the runtime's ``PATH`` or ``HOSTNAME``), so ``--name=$(POD_NAME)`` gets the downward API's
+    value."""
+    words = [*(container.get("command") or ()), *(container.get("args") or ())]
+    return [expand(str(word), env) for word in words]
 
 
 def runtime_env(

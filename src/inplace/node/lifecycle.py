@@ -29,7 +29,7 @@ from inplace.api.quantity import Format, Quantity
 
 from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
-from .env import container_env, runtime_env
+from .env import container_env, expand_command, runtime_env
 from .ledger import Ledger
 from .model import bigger_of, container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
@@ -333,10 +333,10 @@ class Lifecycle:
             started = await self._launch(w, c)
             if started is None:
                 return None
-            env, launch = started
+            command, env, launch = started
             proc = await ctx.runtime.start(
                 ProcessSpec(
-                    command=[str(x) for x in command],
+                    command=command,
                     env=env,
                     working_dir=c.get("workingDir") or "/",
                     log_path=log_path,
@@ -372,8 +372,9 @@ class Lifecycle:
 
     async def _launch(
         self, w: PodWorker, c: Mapping[str, Any]
-    ) -> tuple[dict[str, str], dict[str, Any]] | None:
-        """The container's environment and launch; while its configuration cannot be
+    ) -> tuple[list[str], dict[str, str], dict[str, Any]] | None:
+        """The container's command (``$(VAR)`` expanded as kubelet does), environment and
+        launch; while its configuration cannot be
         honoured (a ConfigMap or Secret key it reads is missing, a security setting cannot
         be applied) it waits as ``CreateContainerConfigError`` (upstream's reason and
         message) and is retried with back-off, as kubelet retries it; None once the pod is
@@ -383,8 +384,10 @@ class Lifecycle:
         last = ""
         while not w.stopping:
             try:
-                env = runtime_env(w.pod, await self.container_env(w, c))
-                return env, self.ctx.sandboxes.launch(w.pod, c, env)
+                kubelet_env = await self.container_env(w, c)
+                env = runtime_env(w.pod, kubelet_env)
+                command = expand_command(c, kubelet_env)
+                return command, env, self.ctx.sandboxes.launch(w.pod, c, env)
             except ConfigError as exc:
                 message = str(exc)
             cs.state, cs.reason, cs.message = "waiting", "CreateContainerConfigError", message
