@@ -12,8 +12,9 @@ pointing at them with the current CA, and runs the controllers — by default
 ``in-place-release`` (the held change completed in place), the same code as in ``inplace
 up``; ``--vpa`` adds ``vertical-pod-autoscaler``, the autoscaler for the VPAs whose
 ``spec.recommenders`` name ``--vpa-recommender-name`` (``inplace``). A leader that loses
-its Lease exits (status 1) so that it restarts as a standby, as client-go's components do. ``/healthz`` and ``/readyz`` are served on ``--health-port``,
-the controllers' metrics on ``--metrics-port``.
+its Lease exits (status 1) so that it restarts as a standby, as client-go's components do.
+``/healthz`` and ``/readyz`` are served on ``--health-port``, the controllers' metrics on
+``--metrics-port``.
 """
 
 from __future__ import annotations

@@ -35,8 +35,14 @@ FAST = {
 REQUESTS = {"cpu": "100m", "memory": "100Mi"}
 
 
-async def setup(client: Client, name: str, mode: str = "InPlaceOrRecreate") -> dict[str, Any]:
-    """A node, a ReplicaSet with one running pod on it, and a VPA for the ReplicaSet."""
+async def setup(
+    client: Client,
+    name: str,
+    mode: str = "InPlaceOrRecreate",
+    recommenders: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A node, a ReplicaSet with one running pod on it, and a VPA for the ReplicaSet (naming
+    ``recommenders`` when given)."""
     try:
         await client.get(NODES, "n1")
     except APINotFoundError:
@@ -106,6 +112,7 @@ async def setup(client: Client, name: str, mode: str = "InPlaceOrRecreate") -> d
             "spec": {
                 "targetRef": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name},
                 "updatePolicy": {"updateMode": mode, "minReplicas": 1},
+                **({"recommenders": recommenders} if recommenders is not None else {}),
             },
         },
     )
@@ -267,6 +274,36 @@ async def test_a_missing_target_is_config_unsupported(harness: Harness) -> None:
     assert (
         cond["message"] == "Cannot read targetRef. Reason: Deployment default/gone does not exist"
     )
+
+
+async def test_a_named_recommender_acts_for_the_vpas_naming_it_alone(harness: Harness) -> None:
+    """``vpa_recommender_name``: the VPA naming it is recommended for, resized and
+    checkpointed; the VPA without recommenders (the default recommender's) and the one naming
+    another get no status, no checkpoint and no resize, though their pods were OOM-killed."""
+    client = harness.client
+    others = {
+        "plain": await setup(client, "plain"),
+        "other": await setup(client, "other", recommenders=[{"name": "other"}]),
+    }
+    mine = await setup(client, "mine", recommenders=[{"name": "inplace"}])
+    for pod in [*others.values(), mine]:
+        await report(client, pod)
+    await harness.start("vertical-pod-autoscaler", vpa_recommender_name="inplace", **FAST)
+    for pod in [*others.values(), mine]:
+        await report(client, pod, oom=True)
+
+    async def resized() -> bool:
+        request, _ = await memory_of(client, "mine-1")
+        return request > Quantity.parse("100Mi")
+
+    await await_until(resized, timeout=30, what="the chosen VPA's pod resized")
+    await await_until(lambda: _exists(client, "mine-vpa-app"), timeout=10, what="its checkpoint")
+    assert (await vpa_status(client, "mine-vpa"))["recommendation"]
+    for name in others:
+        assert await vpa_status(client, f"{name}-vpa") == {}
+        assert not await _exists(client, f"{name}-vpa-app")
+        request, _ = await memory_of(client, f"{name}-1")
+        assert request == Quantity.parse("100Mi")
 
 
 async def _has(events: Any, wanted: set[str]) -> bool:

@@ -20,6 +20,14 @@ manager, thin over the pure code of this package.
   recommendation is recomputed with the bump, written, and the updater resizes the pod in
   place, its requests capped by what is free on its node (maxAllowed caps the
   recommendation already).
+* **One recommender among others.** With ``vpa_recommender_name`` (``inplace operator
+  --vpa-recommender-name``) it recommends for, checkpoints and updates only the VPAs whose
+  ``spec.recommenders`` name it (:func:`~.inputs.selects_recommender`, upstream's rule), and
+  only pods whose controlling VPA is one of those; unset (``inplace up``), every VPA is its.
+* **Usage without metrics-server.** Where ``metrics.k8s.io`` is not served (a real cluster
+  without metrics-server), each Node's kubelet Summary API is read through the API server's
+  node proxy (``/api/v1/nodes/NAME/proxy/stats/summary``) and turned into the PodMetrics
+  metrics-server would serve (:func:`~.inputs.summary_pod_metrics`).
 """
 
 from __future__ import annotations
@@ -59,6 +67,8 @@ from .inputs import (
     cpu_request_millicores,
     oom_kills,
     paused_containers,
+    selects_recommender,
+    summary_pod_metrics,
     usage_samples,
 )
 from .recommend import confidence
@@ -126,20 +136,33 @@ class VpaController:
         self.held: dict[VpaKey, str] = {}
         """Why each VPA's pods were last held back by minReplicas (said once per reason)."""
         self.wake = asyncio.Event()
+        name = ctx.options.get("vpa_recommender_name")
+        self.recommender_name: str | None = str(name) if name else None
+        """Whose VPAs these are (None: every VPA's, as in ``inplace up``)."""
+        self.from_summaries = False
+        """Usage is read from the nodes' Summary API (metrics.k8s.io is not served)."""
         self.pods.add_handler(self._pod_seen, lambda _old, new: self._pod(new), self._pod_gone)
         self.vpas.add_handler(None, None, self._vpa_gone)
 
     # -- lookups -----------------------------------------------------------------------------
 
+    def chosen(self, vpa: Mapping[str, Any]) -> bool:
+        """Whether this recommender acts for ``vpa`` (see ``recommender_name``)."""
+        return self.recommender_name is None or selects_recommender(vpa, self.recommender_name)
+
+    def chosen_vpas(self) -> list[Obj]:
+        return [v for v in self.vpas.list() if self.chosen(v)]
+
     def target(self, vpa: Obj) -> Target:
         return resolve_target(vpa, self.lookup)
 
     def vpa_of(self, pod: Obj) -> tuple[VpaKey, Mapping[str, Any]] | None:
-        """The VPA whose history the pod's usage feeds: its controlling VPA."""
+        """The VPA whose history the pod's usage feeds: its controlling VPA (among all of
+        them, as upstream's updater picks it), when that VPA is one this recommender acts for."""
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
         vpas = self.vpas.by_index(NAMESPACE_INDEX, namespace)
         vpa = controlling_vpa(pod, vpas, self.lookup, self.targets)
-        return (_key(vpa), vpa) if vpa is not None else None
+        return (_key(vpa), vpa) if vpa is not None and self.chosen(vpa) else None
 
     def pods_of(self, vpa: Obj, target: Target) -> list[Obj]:
         namespace = str((vpa.get("metadata") or {}).get("namespace") or "")
@@ -270,8 +293,7 @@ class VpaController:
     # -- the recommender -----------------------------------------------------------------------
 
     async def read_metrics(self) -> None:
-        listing = await self.client.list(PODMETRICS)
-        for metrics in listing.get("items") or ():
+        for metrics in await self.pod_metrics():
             meta = metrics.get("metadata") or {}
             pod = self.pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
             if pod is None or (pod.get("status") or {}).get("phase") != "Running":
@@ -292,6 +314,45 @@ class VpaController:
                     cpu_request_millicores=cpu_request_millicores(pod, sample.container),
                     memory_limit_bytes=limit,
                 )
+
+    async def pod_metrics(self) -> list[Obj]:
+        """Every pod's PodMetrics: metrics.k8s.io's, else the nodes' Summary API's."""
+        try:
+            listing = await self.client.list(PODMETRICS)
+        except APINotFoundError:
+            if not self.from_summaries:
+                log.info(
+                    "%s: metrics.k8s.io is not served; reading the nodes' Summary API "
+                    "through the API server's node proxy",
+                    self.name,
+                )
+                self.from_summaries = True
+            return await self._summary_metrics()
+        if self.from_summaries:
+            log.info("%s: metrics.k8s.io is served again; reading PodMetrics", self.name)
+            self.from_summaries = False
+        return list(listing.get("items") or ())
+
+    async def _summary_metrics(self) -> list[Obj]:
+        """PodMetrics from each Node's ``stats/summary`` through the node proxy; a node
+        that does not answer is left out, as metrics-server leaves out a kubelet."""
+        names = [str((n.get("metadata") or {}).get("name") or "") for n in self.nodes.list()]
+        answers = await asyncio.gather(
+            *(
+                self.client.request(
+                    "GET", f"/api/v1/nodes/{name}/proxy/stats/summary", params={"node": name}
+                )
+                for name in names
+            ),
+            return_exceptions=True,
+        )
+        out: list[Obj] = []
+        for name, answer in zip(names, answers, strict=True):
+            if isinstance(answer, Mapping):
+                out.extend(summary_pod_metrics(answer))
+            elif isinstance(answer, BaseException):
+                log.debug("%s: no summary from node %s: %s", self.name, name, answer)
+        return out
 
     def _low_confidence(self, key: VpaKey) -> bool:
         settings = self.recommender.settings
@@ -350,7 +411,7 @@ class VpaController:
         return written
 
     async def recommend_all(self) -> None:
-        for vpa in self.vpas.list():
+        for vpa in self.chosen_vpas():
             await self.recommend(vpa)
 
     async def react(self) -> None:
@@ -358,7 +419,7 @@ class VpaController:
         keys, self.urgent = self.urgent, set()
         for key in keys:
             vpa = self.vpas.get(f"{key[0]}/{key[1]}")
-            if vpa is None:
+            if vpa is None or not self.chosen(vpa):
                 continue
             written = await self.recommend(vpa)
             await self.update(written)
@@ -366,7 +427,7 @@ class VpaController:
     # -- the updater ---------------------------------------------------------------------------
 
     async def update_all(self) -> None:
-        for vpa in self.vpas.list():
+        for vpa in self.chosen_vpas():
             key = _key(vpa)
             status = self.written.get(key)
             await self.update({**vpa, "status": status} if status is not None else vpa)
@@ -518,17 +579,16 @@ class VpaController:
         except APIError as exc:
             log.warning("%s: cannot list checkpoints: %s", self.name, exc)
             return
-        vpas = [_key(v) for v in self.vpas.list()]
+        vpas = [_key(v) for v in self.chosen_vpas()]
         skipped = load_checkpoints(self.recommender, listing.get("items") or [], vpas)
         for name, reason in skipped:
             log.info("%s: checkpoint %s not loaded: %s", self.name, name, reason)
 
     async def write_checkpoints(self) -> None:
-        known = set()
-        for vpa in self.vpas.list():
-            key = _key(vpa)
-            known.add(key)
-            for obj in checkpoint_objects(self.recommender, key):
+        # Checkpoints of any existing VPA are kept: another recommender may own them.
+        known = {_key(vpa) for vpa in self.vpas.list()}
+        for vpa in self.chosen_vpas():
+            for obj in checkpoint_objects(self.recommender, _key(vpa)):
                 await self._write_checkpoint(obj)
         listing = await self.client.list_all(VERTICALPODAUTOSCALERCHECKPOINTS)
         for obj in listing.get("items") or ():

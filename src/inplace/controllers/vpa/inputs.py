@@ -8,7 +8,10 @@ Pure functions over JSON, so the controller stays thin and the rules are table-t
   ``OOMKilled``, with the kill's time (one event per kill: the time identifies it);
 * :func:`paused_containers` — the containers a ``MemoryPaused=True`` condition names, with
   the time the pause began (the condition's ``lastTransitionTime``);
-* :func:`container_memory` — a container's memory request and limit, in bytes.
+* :func:`container_memory` — a container's memory request and limit, in bytes;
+* :func:`selects_recommender` — whether a VPA is a named recommender's (``spec.recommenders``);
+* :func:`summary_pod_metrics` — a kubelet Summary API answer (``/stats/summary``) as the
+  PodMetrics objects metrics-server would serve from it, for clusters without metrics.k8s.io.
 """
 
 from __future__ import annotations
@@ -25,12 +28,18 @@ from inplace.api.timestamps import parse_rfc3339
 from inplace.api.vpa_policy import actual_requests_and_limits
 
 __all__ = [
+    "DEFAULT_RECOMMENDER",
     "Sample",
     "container_memory",
     "oom_kills",
     "paused_containers",
+    "selects_recommender",
+    "summary_pod_metrics",
     "usage_samples",
 ]
+
+DEFAULT_RECOMMENDER = "default"
+"""The name of upstream's recommender, to which a VPA without ``spec.recommenders`` belongs."""
 
 
 @dataclass(frozen=True)
@@ -132,3 +141,48 @@ def cpu_request_millicores(pod: Mapping[str, Any], name: str) -> int:
             cpu = requests.get(CPU)
             return cpu.milli_value() if cpu is not None else 0
     return 0
+
+
+def selects_recommender(vpa: Mapping[str, Any], name: str) -> bool:
+    """Whether the recommender called ``name`` acts for ``vpa``: one its ``spec.recommenders``
+    names; one without recommenders is the default recommender's alone (upstream's
+    ``filterVPAs`` in vertical-pod-autoscaler/pkg/recommender/input/cluster_feeder.go)."""
+    selectors = _get(vpa, "spec", "recommenders") or []
+    if not selectors:
+        return name == DEFAULT_RECOMMENDER
+    return any(isinstance(s, Mapping) and s.get("name") == name for s in selectors)
+
+
+def summary_pod_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The PodMetrics objects (``metadata``, ``timestamp``, ``containers[].usage``) of a
+    kubelet Summary API answer: each container's ``cpu.usageNanoCores`` and
+    ``memory.workingSetBytes``, what metrics-server takes from a kubelet. The time stamp is
+    the pod's sample time (inplace's agent), else its containers' latest CPU sample time."""
+    out = []
+    for pod in summary.get("pods") or ():
+        ref = _get(pod, "podRef")
+        if not isinstance(ref, Mapping) or not ref.get("name"):
+            continue
+        containers = []
+        times = []
+        for container in pod.get("containers") or ():
+            if not isinstance(container, Mapping) or not container.get("name"):
+                continue
+            usage = {}
+            cpu = _get(container, "cpu", "usageNanoCores")
+            if isinstance(cpu, int):
+                usage[CPU] = f"{cpu}n"
+                times.append(str(_get(container, "cpu", "time") or ""))
+            memory = _get(container, "memory", "workingSetBytes")
+            if isinstance(memory, int):
+                usage[MEMORY] = str(memory)
+            containers.append({"name": str(container["name"]), "usage": usage})
+        stamp = pod.get("time") or max((t for t in times if t), default=None)
+        out.append(
+            {
+                "metadata": {"name": ref["name"], "namespace": ref.get("namespace") or ""},
+                "timestamp": stamp,
+                "containers": containers,
+            }
+        )
+    return out
