@@ -16,10 +16,11 @@ Each round raises requests and limits of both (limits stay twice the requests: B
 with ``kubectl set resources``, one Deployment after the other (the order alternates between
 rounds), and times each from running kubectl until every one of the Deployment's pods runs at
 the new size, in its spec and in ``status.containerStatuses[].resources`` (what its node
-applied). Counted per change: pods replaced (a pod at the end whose UID was not there at the
+applied), and until it is settled (the stock rollout's old pods gone, the operator's hold
+released). Counted per change: pods replaced (a pod at the end whose UID was not there at the
 start), container restarts, ReplicaSets created.
 
-    python bench/operator_bench.py [--replicas 20] [--rounds 3] [--quick]
+    python bench/operator_bench.py [--replicas 20] [--rounds 5] [--quick]
 """
 
 from __future__ import annotations
@@ -246,6 +247,7 @@ class Change:
     """One measured change of one Deployment."""
 
     seconds: float
+    settled: float
     replaced: int
     restarts: int
     replica_sets: int
@@ -273,9 +275,11 @@ async def change(
             raise RuntimeError(f"{app}: not every pod at {wanted} after 600 s")
         await asyncio.sleep(POLL)
     after = await settled(http, app, replicas, wanted)
+    quiet = time.monotonic() - started
     first, last = restarts(before), restarts(after)
     return Change(
         seconds=seconds,
+        settled=quiet,
         replaced=sum(1 for uid in last if uid not in first),
         restarts=sum(n - first.get(uid, 0) for uid, n in last.items()),
         replica_sets=len(await replica_sets(http, app) - sets),
@@ -327,7 +331,7 @@ async def run(plane: ControlPlane, args: argparse.Namespace, log: Path) -> dict[
                     result = await change(plane, http, name, args.replicas, step)
                     results[name].append(result)
                     print(
-                        f"  round {step}, {name:>8}: all at {size(step)['limits']} in "
+                        f"  round {step}, {name:>8}: all at limits {size(step)['limits']} in "
                         f"{result.seconds:.1f} s, {result.replaced} pods replaced, "
                         f"{result.restarts} restarts, {result.replica_sets} ReplicaSets new; "
                         f"load {os.getloadavg()[0]:.1f}",
@@ -365,6 +369,12 @@ def table(results: dict[str, list[Change]], replicas: int) -> None:
             "s",
         ),
         (
+            "  → settled (no old pod left, no hold), p50",
+            statistics.median(c.settled for c in ours),
+            statistics.median(c.settled for c in theirs),
+            "s",
+        ),
+        (
             "pods replaced, per change",
             sum(c.replaced for c in ours) / rounds,
             sum(c.replaced for c in theirs) / rounds,
@@ -387,7 +397,7 @@ def table(results: dict[str, list[Change]], replicas: int) -> None:
     print(f"\nOperator: in place vs the stock rollout, {replicas} replicas, {rounds} rounds")
     print(f"  {'figure':<{width}}  {'operator':>10}  {'stock':>10}  {'operator/stock':>14}")
     for name, op, stock, unit in rows:
-        ratio = f"{op / stock:.2f}x" if stock else "-"
+        ratio = f"{op / stock:.2f}x" if stock and unit == "s" else ""
         print(f"  {name:<{width}}  {_fmt(op, unit):>10}  {_fmt(stock, unit):>10}  {ratio:>14}")
     sys.stdout.flush()
 
@@ -395,7 +405,7 @@ def table(results: dict[str, list[Change]], replicas: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--replicas", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round (smoke test)")
     args = parser.parse_args()
     if args.quick:
