@@ -26,11 +26,20 @@ from inplace.client import (
     LoopClock,
     Resource,
     WorkQueue,
+    key_of,
     run_workers,
 )
 
 from .events import ControllerEvents
-from .pods import CONTROLLER_INDEX, OWNER_INDEX, controller_uid_index, owner_uids_index
+from .pods import (
+    CONTROLLER_INDEX,
+    OWNER_INDEX,
+    controller_of,
+    controller_uid_index,
+    owner_uids_index,
+    selector_of,
+    uid_of,
+)
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -39,6 +48,8 @@ __all__ = [
     "Controller",
     "QueueController",
     "SharedInformers",
+    "controller_key",
+    "selecting",
 ]
 
 Obj = dict[str, Any]
@@ -70,6 +81,32 @@ OPTIONAL_GROUPS: Final = frozenset({"autoscaling.k8s.io"})
 """API groups a cluster may not serve (CRDs): their informers count as synced and empty
 until the kind is installed, so a controller that also reads them (the workload-resize
 controller reads VPAs) runs on a cluster without them."""
+
+
+def controller_key(
+    obj: Mapping[str, Any], kind: str, owners: Informer, ref: Mapping[str, Any] | None = None
+) -> str | None:
+    """``namespace/name`` of the ``kind`` object in ``owners`` that controls ``obj`` (its
+    controller reference, or ``ref``): the same object by uid, never a namesake that replaced
+    it (upstream's ``resolveControllerRef``)."""
+    ref = controller_of(obj) if ref is None else ref
+    if ref is None or ref.get("kind") != kind:
+        return None
+    key = f"{(obj.get('metadata') or {}).get('namespace') or ''}/{ref.get('name')}"
+    owner = owners.get(key)
+    return key if owner is not None and uid_of(owner) == ref.get("uid") else None
+
+
+def selecting(obj: Mapping[str, Any], owners: Informer) -> list[str]:
+    """Keys of the objects in ``owners`` of ``obj``'s namespace whose selector matches its
+    labels: who may adopt it (upstream's ``getPodXs`` lookups for orphans)."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return [
+        key_of(owner)
+        for owner in owners.by_index(NAMESPACE_INDEX, meta.get("namespace") or "")
+        if selector_of(owner).matches(labels)
+    ]
 
 
 class SharedInformers:

@@ -31,7 +31,7 @@ from inplace.client import (
     key_of,
 )
 
-from .base import NAMESPACE_INDEX, Context, QueueController
+from .base import NAMESPACE_INDEX, Context, QueueController, controller_key, selecting
 from .expectations import Expectations
 from .pods import (
     Ownership,
@@ -159,25 +159,11 @@ class ReplicaSetController(QueueController):
 
     def _owner_key(self, pod: Mapping[str, Any]) -> str | None:
         """The key of the ReplicaSet controlling ``pod``, if it is one we know."""
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "ReplicaSet":
-            return None
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
-        key = f"{namespace}/{ref.get('name')}"
-        rs = self.replica_sets.get(key)
-        if rs is None or uid_of(rs) != ref.get("uid"):
-            return None
-        return key
+        return controller_key(pod, "ReplicaSet", self.replica_sets)
 
     def _matching(self, pod: Mapping[str, Any]) -> list[str]:
         """ReplicaSets in the pod's namespace whose selector matches it (for adoption)."""
-        meta = pod.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        out = []
-        for rs in self.replica_sets.by_index(NAMESPACE_INDEX, meta.get("namespace") or ""):
-            if selector_of(rs).matches(labels):
-                out.append(key_of(rs))
-        return out
+        return selecting(pod, self.replica_sets)
 
     def _pod_added(self, pod: Obj) -> None:
         if is_terminating(pod):

@@ -37,7 +37,7 @@ from inplace.client import (
 )
 from inplace.client.status import write_status
 
-from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..base import NAMESPACE_INDEX, Context, QueueController, controller_key
 from ..pods import controller_of, uid_of, with_type
 from . import model as m
 
@@ -157,13 +157,7 @@ class CronJobController(QueueController):
 
     def _owner_key(self, job: Mapping[str, Any], ref: Mapping[str, Any] | None) -> str | None:
         """The key of the CronJob ``ref`` names, if it is in the cache with that uid."""
-        if ref is None or ref.get("kind") != "CronJob":
-            return None
-        key = f"{(job.get('metadata') or {}).get('namespace')}/{ref.get('name')}"
-        cronjob = self.cronjobs.get(key)
-        if cronjob is None or uid_of(cronjob) != ref.get("uid"):
-            return None
-        return key
+        return controller_key(job, "CronJob", self.cronjobs, ref) if ref is not None else None
 
     def _job_added(self, job: Obj) -> None:
         key = self._owner_key(job, controller_of(job))

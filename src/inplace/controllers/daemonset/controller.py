@@ -41,7 +41,7 @@ from inplace.client import (
 )
 from inplace.client.status import write_status
 
-from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..base import NAMESPACE_INDEX, Context, QueueController, controller_key, selecting
 from ..deployment.rollout import pod_template_hash
 from ..expectations import Expectations
 from ..history import new_revision, renumber_revision
@@ -146,25 +146,11 @@ class DaemonSetController(QueueController):
 
     def _resolve(self, obj: Mapping[str, Any]) -> str | None:
         """The key of the DaemonSet controlling ``obj``, if it is one we know."""
-        ref = controller_of(obj)
-        if ref is None or ref.get("kind") != "DaemonSet":
-            return None
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
-        key = f"{namespace}/{ref.get('name')}"
-        ds = self.daemon_sets.get(key)
-        if ds is None or uid_of(ds) != ref.get("uid"):
-            return None
-        return key
+        return controller_key(obj, "DaemonSet", self.daemon_sets)
 
     def _matching(self, obj: Mapping[str, Any]) -> list[str]:
         """DaemonSets in the object's namespace whose selector matches it (for adoption)."""
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        return [
-            key_of(ds)
-            for ds in self.daemon_sets.by_index(NAMESPACE_INDEX, meta.get("namespace") or "")
-            if selector_of(ds).matches(labels)
-        ]
+        return selecting(obj, self.daemon_sets)
 
     def _owner_or_matching(self, obj: Mapping[str, Any]) -> None:
         if controller_of(obj) is not None:

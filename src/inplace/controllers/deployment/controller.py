@@ -36,7 +36,7 @@ from inplace.client import (
     key_of,
 )
 
-from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..base import NAMESPACE_INDEX, Context, QueueController, controller_key, selecting
 from ..pods import (
     CONTROLLER_INDEX,
     Ownership,
@@ -107,21 +107,10 @@ class DeploymentController(QueueController):
     # -- handlers ------------------------------------------------------------------------
 
     def _owner(self, obj: Mapping[str, Any]) -> str | None:
-        ref = controller_of(obj)
-        if ref is None or ref.get("kind") != "Deployment":
-            return None
-        key = f"{(obj.get('metadata') or {}).get('namespace')}/{ref.get('name')}"
-        d = self.deployments.get(key)
-        return key if d is not None and uid_of(d) == ref.get("uid") else None
+        return controller_key(obj, "Deployment", self.deployments)
 
     def _matching(self, rs: Mapping[str, Any]) -> list[str]:
-        meta = rs.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        return [
-            key_of(d)
-            for d in self.deployments.by_index(NAMESPACE_INDEX, meta.get("namespace") or "")
-            if selector_of(d).matches(labels)
-        ]
+        return selecting(rs, self.deployments)
 
     def _rs_changed(self, rs: Obj) -> None:
         key = self._owner(rs)

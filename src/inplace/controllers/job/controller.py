@@ -32,7 +32,7 @@ from inplace.client import (
     key_of,
 )
 
-from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..base import NAMESPACE_INDEX, Context, QueueController, controller_key
 from ..expectations import Expectations
 from ..pods import (
     Ownership,
@@ -122,14 +122,7 @@ class JobController(QueueController):
                 self.queue.add(f"pod:{key_of(pod)}")
 
     def _job_key(self, pod: Mapping[str, Any]) -> str | None:
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "Job":
-            return None
-        key = f"{(pod.get('metadata') or {}).get('namespace')}/{ref.get('name')}"
-        job = self.jobs.get(key)
-        if job is None or uid_of(job) != ref.get("uid"):
-            return None
-        return key
+        return controller_key(pod, "Job", self.jobs)
 
     def _pod_added(self, pod: Obj) -> None:
         key = self._job_key(pod)

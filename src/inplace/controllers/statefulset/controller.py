@@ -38,7 +38,7 @@ from inplace.client import (
     key_of,
 )
 
-from ..base import NAMESPACE_INDEX, Context, QueueController
+from ..base import NAMESPACE_INDEX, Context, QueueController, controller_key, selecting
 from ..history import (
     create_revision,
     find_equal,
@@ -112,23 +112,11 @@ class StatefulSetController(QueueController):
 
     def _owner_key(self, pod: Mapping[str, Any]) -> str | None:
         """The key of the StatefulSet controlling ``pod``, if it is one we know."""
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "StatefulSet":
-            return None
-        key = f"{_namespace(pod)}/{ref.get('name')}"
-        sts = self.sets.get(key)
-        if sts is None or uid_of(sts) != ref.get("uid"):
-            return None
-        return key
+        return controller_key(pod, "StatefulSet", self.sets)
 
     def _selecting(self, pod: Mapping[str, Any]) -> list[str]:
         """The sets of the pod's namespace whose selector matches it (for adoption)."""
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        return [
-            key_of(s)
-            for s in self.sets.by_index(NAMESPACE_INDEX, _namespace(pod))
-            if selector_of(s).matches(labels)
-        ]
+        return selecting(pod, self.sets)
 
     def _pod_added(self, pod: Obj) -> None:
         key = self._owner_key(pod)
