@@ -1,5 +1,5 @@
-"""``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M --simulated N]
-| down DIR``."""
+"""``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M --simulated N
+--operator] | down DIR | manifest``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .build import BuildError, build
+from .chart import ChartError, write_manifest
 from .cluster import UpError, down, up
 
 
@@ -24,12 +25,22 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument(
         "--simulated", type=int, default=0, metavar="N", help="also N simulated nodes"
     )
+    start.add_argument(
+        "--operator",
+        action="store_true",
+        help="also install inplace's operator with its Helm chart (deploy/helm/inplace)",
+    )
     stop = commands.add_parser("down", help="delete the workloads and stop the test bed in DIR")
     stop.add_argument("directory", type=Path)
+    commands.add_parser(
+        "manifest", help="render deploy/manifests/inplace.yaml from the chart (default values)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
             build()
+        elif args.command == "manifest":
+            print(f"upstream: wrote {write_manifest(build().path('helm'))}")
         elif args.command == "up":
             started = time.monotonic()
             plane = up(
@@ -38,7 +49,14 @@ def main(argv: list[str] | None = None) -> int:
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
                 simulated=args.simulated,
+                operator=args.operator,
             )
+            if plane.operator:
+                print(
+                    f"upstream: inplace operator installed (helm release "
+                    f"{plane.operator['release']} in {plane.operator['namespace']}), webhook "
+                    f"at {plane.operator['webhook_url']}"
+                )
             print(
                 f"upstream: {plane.version} control plane on {plane.server} with "
                 f"{len(plane.nodes)} inplace node(s) and {len(plane.simulated)} simulated "
@@ -56,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("upstream: left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
                 return 1
             print(f"upstream: stopped the test bed in {args.directory.resolve()}")
-    except (BuildError, UpError) as exc:
+    except (BuildError, ChartError, UpError) as exc:
         print(f"upstream: {exc}", file=sys.stderr)
         return 1
     return 0

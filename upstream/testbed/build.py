@@ -2,9 +2,13 @@
 
 The Go module beside this package (``upstream/go.mod``) pins one Kubernetes release and the
 etcd it was tested with; this builds kube-apiserver, kube-controller-manager, kube-scheduler
-and etcd from it, static (``CGO_ENABLED=0``) and with the release named in their version, into
-a cache outside the repository keyed by everything that decides the binaries (go.mod, go.sum,
-the Go version, the flags). A second run finds them there and returns at once.
+and etcd from it, static (``CGO_ENABLED=0``) and with the release named in their version. Helm
+(``helm``, which installs the operator's chart) comes from a second module,
+``upstream/helm/go.mod``: its release requires newer k8s.io modules than the pinned
+Kubernetes, and one module would build one of them at the other's versions. All five go into
+one cache directory outside the repository, keyed by everything that decides the binaries
+(both modules' go.mod and go.sum, the Go version, the flags). A second run finds them there
+and returns at once.
 """
 
 from __future__ import annotations
@@ -21,18 +25,36 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Binaries", "BuildError", "build", "cache_root", "module_dir"]
+__all__ = ["Binaries", "BuildError", "build", "cache_root", "helm_module_dir", "module_dir"]
 
 module_dir = Path(__file__).resolve().parent.parent
-"""``upstream/``: the Go module."""
+"""``upstream/``: the Go module of the control plane."""
+
+helm_module_dir = module_dir / "helm"
+"""``upstream/helm/``: the Go module of Helm."""
 
 _KUBERNETES = "k8s.io/kubernetes"
 _ETCD = "go.etcd.io/etcd/server/v3"
+_HELM = "helm.sh/helm/v4"
+
+
+@dataclass(frozen=True)
+class _Target:
+    """One binary: its main package, the module that publishes it, the module built in."""
+
+    package: str
+    module: str
+    directory: Path
+
+
 _TARGETS = {
-    "kube-apiserver": f"{_KUBERNETES}/cmd/kube-apiserver",
-    "kube-controller-manager": f"{_KUBERNETES}/cmd/kube-controller-manager",
-    "kube-scheduler": f"{_KUBERNETES}/cmd/kube-scheduler",
-    "etcd": _ETCD,
+    "kube-apiserver": _Target(f"{_KUBERNETES}/cmd/kube-apiserver", _KUBERNETES, module_dir),
+    "kube-controller-manager": _Target(
+        f"{_KUBERNETES}/cmd/kube-controller-manager", _KUBERNETES, module_dir
+    ),
+    "kube-scheduler": _Target(f"{_KUBERNETES}/cmd/kube-scheduler", _KUBERNETES, module_dir),
+    "etcd": _Target(_ETCD, _ETCD, module_dir),
+    "helm": _Target(f"{_HELM}/cmd/helm", _HELM, helm_module_dir),
 }
 
 
@@ -48,9 +70,11 @@ class Binaries:
     kubernetes: str
     """The pinned release, e.g. ``v1.36.3``."""
     etcd: str
+    helm: str
     go: str
 
     def path(self, name: str) -> Path:
+        """A binary by name: ``kube-apiserver`` … ``etcd``, ``helm``."""
         return self.directory / name
 
 
@@ -75,14 +99,15 @@ def _go() -> str:
     return go
 
 
-def _required_version(module: str) -> str:
-    for line in (module_dir / "go.mod").read_text().splitlines():
+def _required_version(module: str, directory: Path = module_dir) -> str:
+    go_mod = directory / "go.mod"
+    for line in go_mod.read_text().splitlines():
         words = line.split()
         if words[:1] == [module] and len(words) >= 2:
             return words[1]
         if words[:2] == ["require", module] and len(words) >= 3:
             return words[2]
-    raise BuildError(f"upstream/go.mod does not require {module}")
+    raise BuildError(f"{go_mod.relative_to(module_dir.parent)} does not require {module}")
 
 
 def _go_version(go: str) -> str:
@@ -105,17 +130,35 @@ def _ldflags(kubernetes: str) -> str:
     )
 
 
-def _key(go_version: str, ldflags: str) -> str:
+def _helm_ldflags(helm: str) -> str:
+    """What Helm's Makefile sets for a tagged release: the version, no ``unreleased``
+    metadata, a clean tree. Its ``gitCommit`` (``git rev-parse HEAD``) stays empty: the
+    module proxy serves the tag's source, not its commit."""
+    pkg = f"{_HELM}/internal/version"
+    return " ".join(
+        [
+            "-w",
+            "-s",
+            f"-X {pkg}.version={helm}",
+            f"-X {pkg}.metadata=",
+            f"-X {pkg}.gitTreeState=clean",
+        ]
+    )
+
+
+def _key(go_version: str, *ldflags: str) -> str:
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum"):
-        digest.update((module_dir / name).read_bytes())
+    for directory in (module_dir, helm_module_dir):
+        for name in ("go.mod", "go.sum"):
+            digest.update((directory / name).read_bytes())
     digest.update(go_version.encode())
-    digest.update(ldflags.encode())
+    for flags in ldflags:
+        digest.update(flags.encode())
     return digest.hexdigest()[:16]
 
 
 def build(*, log: bool = True) -> Binaries:
-    """Build the four binaries unless the cache has them; return where they are. Concurrent
+    """Build the five binaries unless the cache has them; return where they are. Concurrent
     callers (pytest workers) wait for one build instead of each starting its own."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -128,11 +171,14 @@ def _build(log: bool) -> Binaries:
     go = _go()
     kubernetes = _required_version(_KUBERNETES)
     etcd = _required_version(_ETCD)
+    helm = _required_version(_HELM, helm_module_dir)
     go_version = _go_version(go)
     ldflags = _ldflags(kubernetes)
-    directory = cache_root() / f"{kubernetes}-{_key(go_version, ldflags)}"
+    helm_ldflags = _helm_ldflags(helm)
+    versions = {_KUBERNETES: kubernetes, _ETCD: etcd, _HELM: helm}
+    directory = cache_root() / f"{kubernetes}-{_key(go_version, ldflags, helm_ldflags)}"
     stamp = directory / "build.json"
-    binaries = Binaries(directory, kubernetes, etcd, go_version)
+    binaries = Binaries(directory, kubernetes, etcd, helm, go_version)
     if stamp.exists() and all((directory / name).exists() for name in _TARGETS):
         if log:
             _say(f"cached in {directory}: {_summary(binaries)}")
@@ -141,34 +187,39 @@ def _build(log: bool) -> Binaries:
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=directory.parent))
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
     started = time.monotonic()
+    seconds: dict[str, float] = {}
     try:
-        for name, package in _TARGETS.items():
+        for name, target in _TARGETS.items():
             if log:
-                _say(f"building {name} from {package} ...")
+                _say(f"building {name} from {target.package} ...")
             one = time.monotonic()
+            flags = helm_ldflags if target.module == _HELM else ldflags
+            output = str(scratch / name)
             result = subprocess.run(
-                [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(scratch / name), package],
-                cwd=module_dir,
+                [go, "build", "-trimpath", "-ldflags", flags, "-o", output, target.package],
+                cwd=target.directory,
                 env=env,
                 capture_output=True,
                 text=True,
             )
             if result.returncode != 0:
-                module = _ETCD if name == "etcd" else _KUBERNETES
                 raise BuildError(
-                    f"building {name} ({module} {etcd if name == 'etcd' else kubernetes}, "
-                    f"package {package}) failed with {go_version}:\n"
+                    f"building {name} ({target.module} {versions[target.module]}, "
+                    f"package {target.package}) failed with {go_version}:\n"
                     f"{result.stderr.strip() or result.stdout.strip()}"
                 )
+            seconds[name] = round(time.monotonic() - one, 1)
             if log:
-                _say(f"  {name}: {time.monotonic() - one:.0f} s")
+                _say(f"  {name}: {seconds[name]:.0f} s")
         (scratch / "build.json").write_text(
             json.dumps(
                 {
                     "kubernetes": kubernetes,
                     "etcd": etcd,
+                    "helm": helm,
                     "go": go_version,
                     "seconds": round(time.monotonic() - started, 1),
+                    "binaries": seconds,
                 },
                 indent=2,
             )
@@ -187,7 +238,7 @@ def _summary(binaries: Binaries) -> str:
     return (
         f"kube-apiserver, kube-controller-manager, kube-scheduler {binaries.kubernetes} "
         f"({_KUBERNETES} {binaries.kubernetes}), etcd {binaries.etcd} ({_ETCD} "
-        f"{binaries.etcd}), {binaries.go}"
+        f"{binaries.etcd}), helm {binaries.helm} ({_HELM} {binaries.helm}), {binaries.go}"
     )
 
 

@@ -11,6 +11,8 @@ process runs in its own session, so the control plane outlives the command that 
 what was started is recorded in ``DIR/state.json`` and its logs go to ``DIR/logs/``. ``down``
 deletes the workloads (so the agents stop their processes as kubelets do), stops exactly the
 recorded processes, then removes what the agents left on the host: their cgroups and mounts.
+With ``operator=True``, ``up`` also installs inplace's operator with its Helm chart
+(:mod:`.chart`) and returns once its Deployment is Available.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 import yaml
 
 from .build import Binaries, build
+from .chart import ChartError, install
 from .pki import Authority, KeyPair, write_service_account_keys
 
 __all__ = ["ControlPlane", "UpError", "down", "up"]
@@ -65,6 +68,8 @@ class ControlPlane:
     simulated: list[str] = field(default_factory=list)
     """Simulated nodes (``sim-1`` …), all served by one ``simulator`` process."""
     pids: dict[str, int] = field(default_factory=dict)
+    operator: dict[str, str] = field(default_factory=dict)
+    """With ``--operator``: the Helm release, its namespace, Deployment and webhook URL."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -85,6 +90,7 @@ class ControlPlane:
             "cgroup_root": self.cgroup_root,
             "simulated": self.simulated,
             "pids": self.pids,
+            "operator": self.operator,
         }
         (self.directory / "state.json").write_text(json.dumps(state, indent=2))
 
@@ -182,12 +188,17 @@ def up(
     scheduler: bool = True,
     simulated: int = 0,
     extra_flags: Mapping[str, Sequence[str]] | None = None,
+    operator: bool = False,
 ) -> ControlPlane:
     """Start the control plane, ``nodes`` agents and ``simulated`` simulated nodes (of the same
     size) in ``directory``; return once every node is Ready. A failure stops whatever had
     started. A benchmark may leave out the controller manager or the scheduler (the API
     alone, or the scheduler without controllers), and give kube-controller-manager or
-    kube-scheduler ``extra_flags`` (by component name), e.g. scheduler_perf's client rate."""
+    kube-scheduler ``extra_flags`` (by component name), e.g. scheduler_perf's client rate.
+    ``operator``: then install inplace's operator with its chart and the built ``helm``, and
+    return once its Deployment is Available."""
+    if operator and (nodes < 1 or not controller_manager or not scheduler):
+        raise UpError("--operator needs a node, the controller manager and the scheduler")
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise UpError(f"{directory} holds a test bed already; `scripts/upstream down` it first")
@@ -212,6 +223,8 @@ def up(
             scheduler,
             dict(extra_flags or {}),
         )
+        if operator:
+            _install_operator(plane, binaries)
     except BaseException:
         down(directory, delete_workloads=False)
         raise
@@ -427,13 +440,21 @@ def _up(
         _wait(plane, "kube-controller-manager", started[0][1], lambda: _has_account(admin))
 
 
-def _has_account(kubeconfig: Path) -> bool:
-    out = subprocess.run(
-        ["kubectl", f"--kubeconfig={kubeconfig}", "get", "serviceaccount", "default"],
-        capture_output=True,
-        timeout=20,
-    )
-    return out.returncode == 0
+def _install_operator(plane: ControlPlane, binaries: Binaries) -> None:
+    """The chart, installed with the built helm; its pods run on the agents, whose address
+    the API server calls the webhook at (no Service traffic is routed here)."""
+    ports = {"webhook": _free_port(), "health": _free_port()}
+    try:
+        installed = install(binaries.path("helm"), plane.kubeconfig, node_address=HOST, ports=ports)
+    except ChartError as exc:
+        raise UpError(f"inplace operator: {exc}") from exc
+    plane.operator = {
+        "release": installed.release,
+        "namespace": installed.namespace,
+        "deployment": installed.deployment,
+        "webhook_url": installed.webhook_url,
+    }
+    plane.save()
 
 
 def _nodes_ready(kubeconfig: Path, names: list[str]) -> bool:

@@ -1,0 +1,177 @@
+"""The operator's Helm chart (``deploy/helm/inplace``) through the ``helm`` :mod:`.build` made:
+rendered (``deploy/manifests/inplace.yaml`` is its default render, kept current by
+``scripts/upstream manifest``) and installed on a test bed (``scripts/upstream up --operator``).
+
+On the test bed the chart runs as on any cluster, with what the bed cannot give overridden in
+``operator-values.yaml`` beside this module and on the command line:
+
+* the pods' images are recorded, not pulled: inplace's node agent runs a container's command
+  on the host, so the operator pods run this host's ``inplace`` (``python -m inplace`` of the
+  interpreter running this) as root, on the host's root filesystem;
+* no Service traffic is routed: the API server calls the webhook at the node's address
+  (``webhook.url``), and every pod shares the host's network, so the ports are free ones of the
+  host's, the same for both replicas (the operator binds its webhook and health ports with
+  ``SO_REUSEPORT``), and the metrics port is off (Prometheus' server cannot share one).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .build import module_dir
+
+__all__ = [
+    "CHART",
+    "MANIFEST",
+    "NAMESPACE",
+    "RELEASE",
+    "ChartError",
+    "Install",
+    "install",
+    "render",
+    "uninstall",
+    "write_manifest",
+]
+
+REPO = module_dir.parent
+CHART = REPO / "deploy" / "helm" / "inplace"
+MANIFEST = REPO / "deploy" / "manifests" / "inplace.yaml"
+TESTBED_VALUES = Path(__file__).with_name("operator-values.yaml")
+RELEASE = "inplace"
+NAMESPACE = "inplace-system"
+DEPLOYMENT = "inplace"
+"""The chart's full name for release ``inplace``: the Deployment, Lease and webhook
+configuration are all named so."""
+
+
+class ChartError(Exception):
+    """helm failed, or the operator did not become Available; the message says why."""
+
+
+def _run(argv: list[str], timeout: float = 120) -> str:
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise ChartError(f"{' '.join(argv[:3])} ... failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def render(helm: Path, *options: str, release: str = RELEASE, namespace: str = NAMESPACE) -> str:
+    """``helm template`` of the chart: the manifests a ``helm install`` with `options` makes."""
+    return _run([str(helm), "template", release, str(CHART), "--namespace", namespace, *options])
+
+
+def write_manifest(helm: Path) -> Path:
+    """``deploy/manifests/inplace.yaml``: the chart with its default values, for
+    ``kubectl apply`` without Helm (into the ``inplace-system`` namespace)."""
+    MANIFEST.parent.mkdir(parents=True, exist_ok=True)
+    MANIFEST.write_text(render(helm))
+    return MANIFEST
+
+
+@dataclass(frozen=True)
+class Install:
+    """The operator installed on a test bed."""
+
+    release: str
+    namespace: str
+    deployment: str
+    webhook_url: str
+
+
+def install(
+    helm: Path,
+    kubeconfig: Path,
+    *,
+    node_address: str,
+    ports: dict[str, int],
+    options: Sequence[str] = (),
+    timeout: float = 120,
+) -> Install:
+    """``helm install`` the chart with the test bed's overrides (and helm's `options`); return
+    once the operator's Deployment is Available (all its replicas ready), else ChartError with
+    its pods' state."""
+    url = f"https://{node_address}:{ports['webhook']}/mutate"
+    _run(
+        [
+            str(helm),
+            "install",
+            RELEASE,
+            str(CHART),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            NAMESPACE,
+            "--create-namespace",
+            "--values",
+            str(TESTBED_VALUES),
+            "--set-json",
+            "command=" + json.dumps([sys.executable, "-m", "inplace"]),
+            "--set",
+            f"webhook.url={url}",
+            "--set",
+            f"webhook.port={ports['webhook']}",
+            "--set",
+            f"health.port={ports['health']}",
+            "--set",
+            "metrics.port=0",
+            *options,
+        ]
+    )
+    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _available(kubectl):
+            return Install(RELEASE, NAMESPACE, DEPLOYMENT, url)
+        time.sleep(0.5)
+    pods = subprocess.run(
+        [*kubectl, "get", "pods", "-o", "wide"], capture_output=True, text=True, timeout=30
+    )
+    raise ChartError(
+        f"deployment {NAMESPACE}/{DEPLOYMENT} not Available within {timeout:.0f} s:\n"
+        f"{pods.stdout.strip() or pods.stderr.strip()}"
+    )
+
+
+def _available(kubectl: list[str]) -> bool:
+    out = subprocess.run(
+        [*kubectl, "get", "deployment", DEPLOYMENT, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if out.returncode != 0:
+        return False
+    deployment: dict[str, Any] = json.loads(out.stdout)
+    status = deployment.get("status") or {}
+    available = any(
+        c.get("type") == "Available" and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
+    wanted = (deployment.get("spec") or {}).get("replicas", 1)
+    return available and status.get("readyReplicas", 0) == wanted
+
+
+def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
+    """``helm uninstall --wait``: the release's objects deleted, its pods gone."""
+    _run(
+        [
+            str(helm),
+            "uninstall",
+            RELEASE,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            NAMESPACE,
+            "--wait",
+            "--timeout",
+            f"{int(timeout)}s",
+        ],
+        timeout=timeout + 30,
+    )
