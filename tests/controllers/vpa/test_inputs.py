@@ -11,7 +11,6 @@ from inplace.controllers.vpa.inputs import (
     oom_kills,
     paused_containers,
     selects_recommender,
-    summary_pod_metrics,
     usage_samples,
 )
 
@@ -116,52 +115,3 @@ def test_a_vpa_is_the_recommenders_it_names() -> None:
     ]
     for vpa, name, chosen in table:
         assert selects_recommender(vpa, name) is chosen, (vpa, name)
-
-
-def test_a_summary_becomes_pod_metrics() -> None:
-    """As metrics-server reads a kubelet: usageNanoCores and workingSetBytes per container,
-    stamped with the pod's sample time (else its containers' latest)."""
-    summary = {
-        "node": {"nodeName": "n1"},
-        "pods": [
-            {
-                "podRef": {"name": "web", "namespace": "default", "uid": "u1"},
-                "time": T,
-                "containers": [
-                    {
-                        "name": "app",
-                        "cpu": {"time": T, "usageNanoCores": 250_000_000},
-                        "memory": {"time": T, "workingSetBytes": 100 * 2**20},
-                    }
-                ],
-            },
-            {
-                "podRef": {"name": "db", "namespace": "data"},
-                "containers": [
-                    {"name": "a", "cpu": {"time": "2026-01-01T00:00:05Z", "usageNanoCores": 1}},
-                    {"name": "b", "cpu": {"time": T, "usageNanoCores": 0}},
-                    {"memory": {"workingSetBytes": 1}},
-                ],
-            },
-            {"podRef": {}, "containers": []},
-        ],
-    }
-    metrics = summary_pod_metrics(summary)
-    assert metrics == [
-        {
-            "metadata": {"name": "web", "namespace": "default"},
-            "timestamp": T,
-            "containers": [
-                {"name": "app", "usage": {"cpu": "250000000n", "memory": str(100 * 2**20)}}
-            ],
-        },
-        {
-            "metadata": {"name": "db", "namespace": "data"},
-            "timestamp": T,
-            "containers": [
-                {"name": "a", "usage": {"cpu": "1n"}},
-                {"name": "b", "usage": {"cpu": "0n"}},
-            ],
-        },
-    ]
-    assert usage_samples(metrics[0]) == [Sample("app", AT, 250, 100 * 2**20)]

@@ -20,8 +20,10 @@ readings while a pod is pending for room or a shrunk pod waits to grow back. A p
 4. grows shrunk pods back as :func:`~.policy.decide` says, and removes the annotation once
    a pod is back at its size.
 
-Usage comes from ``metrics.k8s.io`` every ``--rescue-usage-interval`` (the node agents'
-sampling period), kept for ``--rescue-usage-window`` (:mod:`.usage`).
+Usage comes from ``metrics.k8s.io``, else the nodes' Summary API through the node proxy
+(:mod:`inplace.controllers.usage`, shared with the autoscaler), every
+``--rescue-usage-interval`` (the node agents' sampling period), kept for
+``--rescue-usage-window`` (:mod:`.usage`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from inplace.api.placement import format_cpu, format_memory
 from inplace.api.resources import parse_resource_list
 from inplace.client import (
     NODES,
-    PODMETRICS,
     PODS,
     VERTICALPODAUTOSCALERS,
     APIConflictError,
@@ -51,6 +52,7 @@ from inplace.client import (
 
 from ..base import Context, QueueController
 from ..pods import with_type
+from ..usage import PodMetricsSource
 from ..workloads import WorkloadLookup
 from .metrics import RescueMetrics
 from .model import Growth, Rescue, Shrink, Size
@@ -137,6 +139,7 @@ class RescueController(QueueController):
         self.nodes = ctx.informer(NODES)
         self.vpas = ctx.informer(VERTICALPODAUTOSCALERS)
         self.workloads = WorkloadLookup(ctx)
+        self.usage = PodMetricsSource(self.client, self.nodes, COMPONENT)
         self.pods.add_handler(self._pod_added, self._pod_updated, self._pod_deleted)
         for informer in (self.nodes, self.vpas):
             informer.add_handler(self._kick, lambda old, new: self._kick(new), self._kick)
@@ -176,11 +179,10 @@ class RescueController(QueueController):
     # -- usage ------------------------------------------------------------------------------
 
     async def _poll_usage(self) -> None:
-        """Read ``metrics.k8s.io`` at the node agents' sampling period, forever."""
+        """Read PodMetrics at the node agents' sampling period, forever."""
         while True:
             try:
-                metrics = await self.client.list(PODMETRICS)
-                added = self.peaks.record_pod_metrics(metrics.get("items") or ())
+                added = self.peaks.record_pod_metrics(await self.usage.read())
                 known = {pod_key(p) for p in self.pods.list()}
                 for key in self.peaks.pods():
                     if key not in known:

@@ -27,7 +27,7 @@ manager, thin over the pure code of this package.
 * **Usage without metrics-server.** Where ``metrics.k8s.io`` is not served (a real cluster
   without metrics-server), each Node's kubelet Summary API is read through the API server's
   node proxy (``/api/v1/nodes/NAME/proxy/stats/summary``) and turned into the PodMetrics
-  metrics-server would serve (:func:`~.inputs.summary_pod_metrics`).
+  metrics-server would serve (:mod:`inplace.controllers.usage`, shared with the rescuer).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from inplace.api.vpa_policy import pod_recommendations
 from inplace.api.vpa_targets import Lookup, Target, controlling_vpa, pod_matches, resolve_target
 from inplace.client import (
     NODES,
-    PODMETRICS,
     PODS,
     VERTICALPODAUTOSCALERCHECKPOINTS,
     VERTICALPODAUTOSCALERS,
@@ -59,6 +58,7 @@ from inplace.client import (
 
 from ..base import NAMESPACE_INDEX, NODE_INDEX, Context
 from ..pods import with_type
+from ..usage import PodMetricsSource
 from ..workloads import WorkloadLookup
 from .checkpoint import checkpoint_objects, load_checkpoints
 from .fit import fit_to_node
@@ -68,7 +68,6 @@ from .inputs import (
     oom_kills,
     paused_containers,
     selects_recommender,
-    summary_pod_metrics,
     usage_samples,
 )
 from .recommend import confidence
@@ -139,8 +138,7 @@ class VpaController:
         name = ctx.options.get("vpa_recommender_name")
         self.recommender_name: str | None = str(name) if name else None
         """Whose VPAs these are (None: every VPA's, as in ``inplace up``)."""
-        self.from_summaries = False
-        """Usage is read from the nodes' Summary API (metrics.k8s.io is not served)."""
+        self.usage = PodMetricsSource(self.client, self.nodes, self.name)
         self.pods.add_handler(self._pod_seen, lambda _old, new: self._pod(new), self._pod_gone)
         self.vpas.add_handler(None, None, self._vpa_gone)
 
@@ -317,42 +315,7 @@ class VpaController:
 
     async def pod_metrics(self) -> list[Obj]:
         """Every pod's PodMetrics: metrics.k8s.io's, else the nodes' Summary API's."""
-        try:
-            listing = await self.client.list(PODMETRICS)
-        except APINotFoundError:
-            if not self.from_summaries:
-                log.info(
-                    "%s: metrics.k8s.io is not served; reading the nodes' Summary API "
-                    "through the API server's node proxy",
-                    self.name,
-                )
-                self.from_summaries = True
-            return await self._summary_metrics()
-        if self.from_summaries:
-            log.info("%s: metrics.k8s.io is served again; reading PodMetrics", self.name)
-            self.from_summaries = False
-        return list(listing.get("items") or ())
-
-    async def _summary_metrics(self) -> list[Obj]:
-        """PodMetrics from each Node's ``stats/summary`` through the node proxy; a node
-        that does not answer is left out, as metrics-server leaves out a kubelet."""
-        names = [str((n.get("metadata") or {}).get("name") or "") for n in self.nodes.list()]
-        answers = await asyncio.gather(
-            *(
-                self.client.request(
-                    "GET", f"/api/v1/nodes/{name}/proxy/stats/summary", params={"node": name}
-                )
-                for name in names
-            ),
-            return_exceptions=True,
-        )
-        out: list[Obj] = []
-        for name, answer in zip(names, answers, strict=True):
-            if isinstance(answer, Mapping):
-                out.extend(summary_pod_metrics(answer))
-            elif isinstance(answer, BaseException):
-                log.debug("%s: no summary from node %s: %s", self.name, name, answer)
-        return out
+        return await self.usage.read()
 
     def _low_confidence(self, key: VpaKey) -> bool:
         settings = self.recommender.settings

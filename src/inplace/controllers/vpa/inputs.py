@@ -9,9 +9,9 @@ Pure functions over JSON, so the controller stays thin and the rules are table-t
 * :func:`paused_containers` — the containers a ``MemoryPaused=True`` condition names, with
   the time the pause began (the condition's ``lastTransitionTime``);
 * :func:`container_memory` — a container's memory request and limit, in bytes;
-* :func:`selects_recommender` — whether a VPA is a named recommender's (``spec.recommenders``);
-* :func:`summary_pod_metrics` — a kubelet Summary API answer (``/stats/summary``) as the
-  PodMetrics objects metrics-server would serve from it, for clusters without metrics.k8s.io.
+* :func:`selects_recommender` — whether a VPA is a named recommender's (``spec.recommenders``).
+
+PodMetrics themselves come from :mod:`inplace.controllers.usage` (shared with the rescuer).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ __all__ = [
     "oom_kills",
     "paused_containers",
     "selects_recommender",
-    "summary_pod_metrics",
     "usage_samples",
 ]
 
@@ -151,38 +150,3 @@ def selects_recommender(vpa: Mapping[str, Any], name: str) -> bool:
     if not selectors:
         return name == DEFAULT_RECOMMENDER
     return any(isinstance(s, Mapping) and s.get("name") == name for s in selectors)
-
-
-def summary_pod_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The PodMetrics objects (``metadata``, ``timestamp``, ``containers[].usage``) of a
-    kubelet Summary API answer: each container's ``cpu.usageNanoCores`` and
-    ``memory.workingSetBytes``, what metrics-server takes from a kubelet. The time stamp is
-    the pod's sample time (inplace's agent), else its containers' latest CPU sample time."""
-    out = []
-    for pod in summary.get("pods") or ():
-        ref = _get(pod, "podRef")
-        if not isinstance(ref, Mapping) or not ref.get("name"):
-            continue
-        containers = []
-        times = []
-        for container in pod.get("containers") or ():
-            if not isinstance(container, Mapping) or not container.get("name"):
-                continue
-            usage = {}
-            cpu = _get(container, "cpu", "usageNanoCores")
-            if isinstance(cpu, int):
-                usage[CPU] = f"{cpu}n"
-                times.append(str(_get(container, "cpu", "time") or ""))
-            memory = _get(container, "memory", "workingSetBytes")
-            if isinstance(memory, int):
-                usage[MEMORY] = str(memory)
-            containers.append({"name": str(container["name"]), "usage": usage})
-        stamp = pod.get("time") or max((t for t in times if t), default=None)
-        out.append(
-            {
-                "metadata": {"name": ref["name"], "namespace": ref.get("namespace") or ""},
-                "timestamp": stamp,
-                "containers": containers,
-            }
-        )
-    return out
