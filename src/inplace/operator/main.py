@@ -11,8 +11,11 @@ pointing at them with the current CA, and runs the controllers — by default
 ``workload-resize`` (pods resized through ``pods/resize``, progress on the workload) and
 ``in-place-release`` (the held change completed in place), the same code as in ``inplace
 up``; ``--vpa`` adds ``vertical-pod-autoscaler``, the autoscaler for the VPAs whose
-``spec.recommenders`` name ``--vpa-recommender-name`` (``inplace``). A leader that loses
-its Lease exits (status 1) so that it restarts as a standby, as client-go's components do.
+``spec.recommenders`` name ``--vpa-recommender-name`` (``inplace``), and ``--rescue``
+``rescue-controller``, the rescuer (shrinking donors in place to make room for pods the
+scheduler marked Unschedulable; its ``--rescue-*`` flags as the controller manager's). A
+leader that loses its Lease exits (status 1) so that it restarts as a standby, as client-go's
+components do.
 ``/healthz`` and ``/readyz`` are served on ``--health-port``, the controllers' metrics on
 ``--metrics-port``.
 """
@@ -50,6 +53,7 @@ from inplace.controllers.manager import (
     ControllerSelectionError,
     select_controllers,
 )
+from inplace.controllers.rescue.flags import add_rescue_arguments, rescue_options
 from inplace.loop import run as run_event_loop
 
 from .certs import ensure_serving_cert, ensure_webhook_configuration
@@ -114,6 +118,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="the VPAs it autoscales: those whose spec.recommenders name this (inplace)",
     )
     parser.add_argument(
+        "--rescue",
+        action="store_true",
+        help="also run rescue-controller (as --controllers ...,rescue-controller)",
+    )
+    parser.add_argument(
         "--resize-replace-after",
         type=parse_duration,
         default=30.0,
@@ -129,6 +138,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--health-port", type=int, default=8081)
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--log-level", default="INFO")
+    add_rescue_arguments(parser, parse_duration)
     return parser
 
 
@@ -173,10 +183,21 @@ class _Health:
             await self.runner.cleanup()
 
 
+def _controllers(args: argparse.Namespace) -> str:
+    """``--controllers`` with what ``--vpa`` and ``--rescue`` add."""
+    extra = [
+        name
+        for name, wanted in (
+            ("vertical-pod-autoscaler", args.vpa),
+            ("rescue-controller", args.rescue),
+        )
+        if wanted
+    ]
+    return ",".join([args.controllers, *extra])
+
+
 async def run(args: argparse.Namespace) -> int:
-    specs = select_controllers(
-        f"{args.controllers},vertical-pod-autoscaler" if args.vpa else args.controllers
-    )
+    specs = select_controllers(_controllers(args))
     config = load_config(args.kubeconfig)
     registry = CollectorRegistry()
     if args.metrics_port:
@@ -185,6 +206,7 @@ async def run(args: argparse.Namespace) -> int:
         "metrics_registry": registry,
         "resize_replace_after": args.resize_replace_after,
         "vpa_recommender_name": args.vpa_recommender_name,
+        **rescue_options(args),
     }
     dns, ips = _names(args)
     async with Client(config, user_agent="inplace-operator", connection_limit=64) as client:
