@@ -79,6 +79,57 @@ def test_lacking(pod: dict[str, Any], expected: set[str]) -> None:
     assert lacking(pod) == expected
 
 
+# The real kube-scheduler's messages (v1.36: upstream's FitError.Error in
+# pkg/scheduler/framework/types.go, "0/N nodes are available: <sorted reasons>." then the
+# PostFilter's "preemption: ..."; NodeResourcesFit's "Insufficient <resource>").
+UPSTREAM_MESSAGES = [
+    (
+        "0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node "
+        "affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found "
+        "for incoming pod, 2 Preemption is not helpful for scheduling.",
+        {"memory"},
+    ),
+    (
+        "0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't satisfy plugin(s) "
+        "[NodeAffinity]. preemption: 0/3 nodes are available: 1 No preemption victims found for "
+        "incoming pod, 2 Preemption is not helpful for scheduling.",
+        {"memory"},
+    ),
+    (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. preemption: 0/2 "
+        "nodes are available: 2 No preemption victims found for incoming pod.",
+        {"cpu", "memory"},
+    ),
+    (
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. preemption: 0/1 "
+        "nodes are available: 1 No preemption victims found for incoming pod.",
+        {"cpu", "memory"},
+    ),
+    (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/"
+        "unreachable: }, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption "
+        "is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
+        {"cpu"},
+    ),
+    (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+        set(),
+    ),
+    (
+        "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No "
+        "preemption victims found for incoming pod.",
+        set(),
+    ),
+    ("0/2 nodes are available: 2 Insufficient ephemeral-storage.", set()),
+]
+
+
+@pytest.mark.parametrize(("message", "expected"), UPSTREAM_MESSAGES)
+def test_lacking_reads_the_real_schedulers_messages(message: str, expected: set[str]) -> None:
+    assert lacking(pending(message=message)) == expected
+
+
 def test_pending_of_lists_the_nodes_the_pod_may_use() -> None:
     nodes = [
         node("plain"),
