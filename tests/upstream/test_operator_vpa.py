@@ -11,42 +11,27 @@ its served ``v1`` version with upstream's names, schema, status subresource and 
 columns, and upstream's API-approval annotation (``autoscaling.k8s.io`` is a protected group).
 
 kube-apiserver's node proxy refuses a loopback node address ("address not allowed"), and the
-bed's agents listen on 127.0.0.1; so the workloads run on one more agent, ``node-3``, joined
-here as the bed joins its own (its identity and serving certificate signed by the bed's CA)
-but listening on the host's first non-loopback IPv4 address.
+bed's agents listen on 127.0.0.1; so the workloads run on one more agent, ``node-3``
+(:mod:`.operator_bed`), listening on the host's first non-loopback IPv4 address.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from inplace.api.quantity import Quantity
 from inplace.api.schema import CRD_FILES, crd
-from tests.conftest import free_port
 from tests.e2e.test_vpa import grower
 from tests.poll import wait_until
 
 from .conftest import Bed, cgroup_file, pid_of, status_of
+from .operator_bed import NAMESPACE, NODE, Operator, joined_node
 
-NAMESPACE = "inplace-system"
-NODE = "node-3"
 APPROVAL = "https://github.com/kubernetes/kubernetes/pull/63797"
 """Upstream's ``api-approved.kubernetes.io`` annotation on its VPA CRDs."""
 
@@ -92,111 +77,6 @@ spec:
 """
 
 
-def host_address() -> str:
-    """The host's first non-loopback IPv4 address (the node proxy refuses loopback)."""
-    for addresses in psutil.net_if_addrs().values():
-        for address in addresses:
-            if (
-                address.family == socket.AF_INET
-                and not ipaddress.ip_address(address.address).is_loopback
-            ):
-                return str(address.address)
-    pytest.fail("the node proxy needs a node address that is not loopback; this host has none")
-
-
-def issue(pki: Path, name: str, common_name: str, organization: str, ip: str = "") -> Path:
-    """A certificate signed by the bed's cluster CA (``pki/ca.*``): a client one, or with
-    ``ip`` a serving one; written beside its key as ``name.crt``/``name.key``."""
-    ca_cert = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
-    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    subject = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-    if organization:
-        subject.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if ip else ExtendedKeyUsageOID.CLIENT_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(subject))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    )
-    if ip:
-        san = [x509.IPAddress(ipaddress.ip_address(ip)), x509.DNSName(NODE)]
-        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())
-    (pki / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (pki / f"{name}.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return pki / name
-
-
-def join_node(bed: Bed, log: Path) -> subprocess.Popen[bytes]:
-    """``node-3``: an ``inplace node`` agent as the bed starts its own, on ``host_address()``."""
-    plane = bed.plane
-    pki = plane.directory / "pki"
-    address = host_address()
-    identity = issue(pki, f"node-{NODE}", f"system:node:{NODE}", "system:nodes")
-    serving = issue(pki, f"node-{NODE}-serving", NODE, "", ip=address)
-    node_dir = plane.directory / "nodes" / NODE
-    node_dir.mkdir(parents=True, exist_ok=True)
-    admin = yaml.safe_load(plane.kubeconfig.read_text())
-    admin["users"][0]["user"] = {
-        "client-certificate": f"{identity}.crt",
-        "client-key": f"{identity}.key",
-    }
-    kubeconfig = node_dir / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(admin))
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [
-                *(sys.executable, "-m", "inplace", "node"),
-                f"--kubeconfig={kubeconfig}",
-                f"--node-name={NODE}",
-                "--cpu=2",
-                "--memory=2Gi",
-                f"--data-dir={node_dir}",
-                f"--cgroup-root={plane.cgroup_root}",
-                f"--hide-path={plane.directory}",
-                f"--address={address}",
-                f"--tls-cert-file={serving}.crt",
-                f"--tls-private-key-file={serving}.key",
-                f"--client-ca-file={pki / 'kubelet-client-ca.crt'}",
-                "--admit-without-scheduler",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
-def node_ready(bed: Bed) -> bool:
-    out = bed.kubectl("get", "node", NODE, "-o", "json", check=False)
-    if out.returncode != 0:
-        return False
-    conditions = json.loads(out.stdout)["status"].get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def on_node_3(manifest: str) -> str:
     """A workload manifest of ``grower`` with its pods placed on ``node-3``."""
     marker = "    spec:\n      containers:"
@@ -207,47 +87,11 @@ def on_node_3(manifest: str) -> str:
     )
 
 
-class Operator:
-    """One ``inplace operator --vpa`` process with the bed's admin kubeconfig."""
-
-    def __init__(self, bed: Bed, directory: Path) -> None:
-        port = free_port()
-        self.log = directory / "operator-vpa.log"
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "inplace", "operator"),
-                    *("--kubeconfig", str(bed.plane.kubeconfig)),
-                    *("--namespace", NAMESPACE, "--identity", "vpa-operator"),
-                    *("--webhook-host", "127.0.0.1", "--webhook-port", str(port)),
-                    *("--webhook-url", f"https://127.0.0.1:{port}/mutate"),
-                    *("--health-port", str(free_port())),
-                    *("--vpa", "--vpa-recommender-name", "inplace"),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def stop(self) -> None:
-        stop(self.process)
-
-
 @pytest.fixture(scope="module")
 def node_3(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``node-3`` joined and Ready; at the end its workloads deleted, then the agent stopped."""
-    agent = join_node(bed, tmp_path_factory.mktemp("node-3") / "agent.log")
-    try:
-        wait_until(lambda: node_ready(bed), timeout=60, what=f"{NODE} Ready")
+    with joined_node(bed, tmp_path_factory.mktemp("node-3"), ("deployment",)):
         yield
-    finally:
-        bed.kubectl("delete", "deployment", "--all", "--wait=true", check=False, timeout=120)
-        wait_until(
-            lambda: not json.loads(bed.kubectl("get", "pods", "-o", "json").stdout)["items"],
-            timeout=90,
-            what="the pods gone",
-        )
-        stop(agent)
-        bed.kubectl("delete", "node", NODE, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +102,12 @@ def operator(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ope
         name = crd_manifest(kind)["metadata"]["name"]
         bed.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
     bed.kubectl("create", "namespace", NAMESPACE)
-    op = Operator(bed, tmp_path_factory.mktemp("operator-vpa"))
+    op = Operator(
+        bed,
+        tmp_path_factory.mktemp("operator-vpa"),
+        "vpa-operator",
+        *("--vpa", "--vpa-recommender-name", "inplace"),
+    )
     try:
         yield op
     finally:
