@@ -123,6 +123,8 @@ def test_values_become_flags(helm: Path) -> None:
             "--set",
             "vpa.enabled=true",
             "--set",
+            "rescue.enabled=true",
+            "--set",
             "metrics.port=0",
             "--set",
             "replicaCount=3",
@@ -134,6 +136,7 @@ def test_values_become_flags(helm: Path) -> None:
         "--exclude-namespace=legacy",
     ]
     assert "--vpa" in args and "--vpa-recommender-name=inplace" in args
+    assert "--rescue" in args
     assert "--metrics-port=0" in args
     assert ("Service", "inplace-metrics") not in rendered
     assert "metrics" not in {p["name"] for p in container(rendered)["ports"]}
@@ -155,8 +158,7 @@ def test_cluster_role_grants_no_secrets_and_no_exec(helm: Path) -> None:
         assert ("", "pods/resize") in granted
     # the kubelet's API through the node proxy only when the autoscaler is asked to use it
     assert all("nodes/proxy" not in r["resources"] for r in rules)
-    vpa = ("--set", "vpa.enabled=true", "--set", "vpa.nodeProxy=true")
-    rules = objects(render(helm, *vpa))[("ClusterRole", "inplace")]["rules"]
+    rules = objects(render(helm, "--set", "nodeProxy=true"))[("ClusterRole", "inplace")]["rules"]
     assert {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]} in rules
     role = objects(render(helm))[("Role", "inplace")]["rules"]
     named = [r for r in role if r["resources"] == ["secrets"] and "get" in r["verbs"]]

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from .build import module_dir
 
 __all__ = [
@@ -95,8 +97,8 @@ def install(
     timeout: float = 120,
 ) -> Install:
     """``helm install`` the chart with the test bed's overrides (and helm's `options`); return
-    once the operator's Deployment is Available (all its replicas ready), else ChartError with
-    its pods' state."""
+    once the operator's Deployment is Available and each of its pods serves, else ChartError
+    with its pods' state and logs."""
     url = f"https://{node_address}:{ports['webhook']}/mutate"
     _run(
         [
@@ -127,16 +129,73 @@ def install(
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _available(kubectl):
+        if _available(kubectl) and _serving(kubectl, {ports["webhook"], ports["health"]}):
             return Install(RELEASE, NAMESPACE, DEPLOYMENT, url)
         time.sleep(0.5)
-    pods = subprocess.run(
-        [*kubectl, "get", "pods", "-o", "wide"], capture_output=True, text=True, timeout=30
-    )
     raise ChartError(
         f"deployment {NAMESPACE}/{DEPLOYMENT} not Available within {timeout:.0f} s:\n"
-        f"{pods.stdout.strip() or pods.stderr.strip()}"
+        + _pods_report(kubectl)
     )
+
+
+def _get(kubectl: list[str], *what: str) -> dict[str, Any] | None:
+    out = subprocess.run(
+        [*kubectl, "get", *what, "-o", "json"], capture_output=True, text=True, timeout=30
+    )
+    return dict(json.loads(out.stdout)) if out.returncode == 0 else None
+
+
+def _available(kubectl: list[str]) -> bool:
+    deployment = _get(kubectl, "deployment", DEPLOYMENT)
+    if deployment is None:
+        return False
+    status = deployment.get("status") or {}
+    available = any(
+        c.get("type") == "Available" and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
+    wanted = (deployment.get("spec") or {}).get("replicas", 1)
+    return available and status.get("readyReplicas", 0) == wanted
+
+
+def _serving(kubectl: list[str], ports: set[int]) -> bool:
+    """Each pod's process listens on the webhook and health ports. The agents run no probes
+    (a running container is ready), so Available alone would count a replica that is about to
+    fail; the process itself is on this host, and is asked."""
+    pods = _get(kubectl, "pods", "-l", "app.kubernetes.io/component=operator")
+    if not pods or not pods["items"]:
+        return False
+    for pod in pods["items"]:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        if not statuses or "running" not in (statuses[0].get("state") or {}):
+            return False
+        pid = int(str(statuses[0].get("containerID", "")).removeprefix("inplace://") or 0)
+        try:
+            listening = {
+                c.laddr.port
+                for c in psutil.Process(pid).net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN
+            }
+        except (psutil.Error, ValueError):
+            return False
+        if not ports <= listening:
+            return False
+    return True
+
+
+def _pods_report(kubectl: list[str]) -> str:
+    """The operator's pods and the end of each one's log: why it is not ready."""
+
+    def run(*args: str) -> str:
+        out = subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip()
+
+    lines = [run("get", "pods", "-o", "wide")]
+    names = run("get", "pods", "-o", "jsonpath={.items[*].metadata.name}").split()
+    for name in names:
+        lines.append(f"--- {name}:")
+        lines.append(run("logs", name, "--tail=8"))
+    return "\n".join(lines)
 
 
 def _available(kubectl: list[str]) -> bool:
@@ -159,7 +218,8 @@ def _available(kubectl: list[str]) -> bool:
 
 
 def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
-    """``helm uninstall --wait``: the release's objects deleted, its pods gone."""
+    """``helm uninstall --wait --cascade foreground``: the release's objects deleted (the
+    Deployment once its pods are)."""
     _run(
         [
             str(helm),
@@ -170,6 +230,8 @@ def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
             "--namespace",
             NAMESPACE,
             "--wait",
+            "--cascade",
+            "foreground",
             "--timeout",
             f"{int(timeout)}s",
         ],
