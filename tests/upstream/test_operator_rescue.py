@@ -1,7 +1,8 @@
 """``inplace operator --rescue`` under the real control plane, without metrics-server: a pod
 the real kube-scheduler marks Unschedulable for lack of memory gets room on its node by the
 rescuer shrinking a shrinkable donor in place (same UID and PID, no restart, the new size in
-its cgroups), and the real kube-scheduler then places it, and it runs.
+its cgroups), and the real kube-scheduler then places it, and it runs; once it is gone the
+donor grows back to its size, in place.
 
 Usage comes from the node agents' Summary API through kube-apiserver's node proxy, so the
 pods run on ``node-3``, the agent on a non-loopback address (:mod:`.operator_bed`).
@@ -101,3 +102,19 @@ def test_a_pod_unschedulable_for_memory_gets_room_from_a_donor_shrunk_in_place(
         for reason, message in events(bed, "donor", "rescue-controller")
     )
     assert "Summary API" in operator.log.read_text()  # usage came through the node proxy
+
+    # Pressure gone: the donor grows back to its size, in place, and its annotation goes.
+    bed.kubectl("delete", "pod", "pending", "--grace-period=1", "--wait=true")
+    donor = wait_until(
+        lambda: (
+            (p := bed.get("pod", "donor"))
+            and requests(p) == (100, 1536 * MI)
+            and applied(p) == (100, 1536 * MI)
+            and "inplace.dev/original-resources" not in p["metadata"]["annotations"]
+            and p
+        ),
+        timeout=60,
+        what="the donor grown back and its annotation gone",
+    )
+    assert pid_of(donor, "main") == pid and psutil.Process(pid).create_time() == started
+    assert status_of(donor, "main")["restartCount"] == 0
