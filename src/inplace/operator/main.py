@@ -168,7 +168,9 @@ class _Health:
         app.router.add_get("/readyz", self._ready)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
-        await web.TCPSite(self.runner, "0.0.0.0", port).start()
+        # reuse_port: replicas sharing a host's network (nodes that run pods as host
+        # processes, as inplace's do) each serve; the kernel spreads the connections.
+        await web.TCPSite(self.runner, "0.0.0.0", port, reuse_port=True).start()
 
     async def _healthy(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -133,7 +133,9 @@ class WebhookServer:
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self._host or None, self._port, ssl_context=listening)
+            site = web.TCPSite(
+                runner, self._host or None, self._port, ssl_context=listening, reuse_port=True
+            )
             await site.start()
         except BaseException:
             await runner.cleanup()
