@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from inplace.api.timestamps import rfc3339
-from inplace.client import JOBS, NODES, PODS, STATEFULSETS, VERTICALPODAUTOSCALERS, Client
+from inplace.client import EVENTS, JOBS, NODES, PODS, STATEFULSETS, VERTICALPODAUTOSCALERS, Client
 from inplace.controllers.workloadresize.controller import at_update_revision, sized_by_vpa
 from inplace.controllers.workloadresize.model import CONDITION
 from tests.controllers.conftest import Harness
@@ -419,6 +419,18 @@ async def test_a_stateful_set_resizes_only_the_pods_at_its_update_revision(
 
     await await_until(done, what="PodsResized True on the StatefulSet")
     assert await pods_resources(client, ["db-2"]) == [RESOURCES]
+
+    async def told() -> list[str]:
+        events = await client.list(EVENTS, namespace="default")
+        return [
+            e["message"]
+            for e in events["items"]
+            if e["reason"] == "ResizeRequested" and e["involvedObject"]["name"] == "db-0"
+        ]
+
+    (message,) = await await_until(told, what="an event on db-0")
+    assert message.startswith("Resizing in place to the template of StatefulSet db: main (")
+    assert "limits memory=256Mi" in message
 
 
 def test_a_pod_is_at_the_update_revision_as_its_controller_counts_it() -> None:

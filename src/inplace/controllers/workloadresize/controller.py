@@ -502,6 +502,14 @@ class WorkloadResizeController:
                 except (APIError, ConnectionError):
                     self.sent.pop(uid, None)
                     raise
+                else:
+                    owner = f"{workload.get('kind')} {(workload.get('metadata') or {}).get('name')}"
+                    self.recorder.event(
+                        with_type(pod, PODS),
+                        "Normal",
+                        "ResizeRequested",
+                        f"Resizing in place to the template of {owner}: {_sizes(patch)}",
+                    )
 
         results = await asyncio.gather(*(one(*p) for p in patches), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -613,6 +621,20 @@ class WorkloadResizeController:
             await run_workers(self.queue, self.reconcile, self.workers)
         finally:
             self.queue.shutdown()
+
+
+def _sizes(patch: Mapping[str, Any]) -> str:
+    """A resize patch's containers and their new requests and limits, for an event."""
+    parts = []
+    for container in (patch.get("spec") or {}).get("containers") or ():
+        resources = container.get("resources") or {}
+        wanted = ", ".join(
+            f"{kind} {name}={value}"
+            for kind in ("requests", "limits")
+            for name, value in sorted((resources.get(kind) or {}).items())
+        )
+        parts.append(f"{container.get('name')} ({wanted})")
+    return "; ".join(parts)
 
 
 def _revision_of(kind: str, owner: Mapping[str, Any]) -> Any:
