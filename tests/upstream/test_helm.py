@@ -84,6 +84,7 @@ def test_default_render_runs_the_operator_behind_a_service(helm: Path) -> None:
         "--metrics-port=8080",
         "--health-port=8081",
         "--log-level=INFO",
+        "--log-format=json",
     ]
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
     assert env == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}

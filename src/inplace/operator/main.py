@@ -54,6 +54,7 @@ from inplace.controllers.manager import (
     select_controllers,
 )
 from inplace.controllers.rescue.flags import add_rescue_arguments, rescue_options
+from inplace.logs import FORMATS, configure
 from inplace.loop import run as run_event_loop
 
 from .certs import ensure_serving_cert, ensure_webhook_configuration
@@ -138,6 +139,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--health-port", type=int, default=8081)
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default="text", help="text, or json (one object a line)"
+    )
     add_rescue_arguments(parser, parse_duration)
     return parser
 
@@ -312,9 +316,7 @@ async def _trusted(client: Client, configuration: str, ca_pem: bytes) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure(args.log_level, args.log_format)
     try:
         return run_event_loop(run(args))
     except (ConfigError, ControllerSelectionError) as exc:
