@@ -68,7 +68,7 @@ def daemon_set(
 ) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": 1,
-        "containers": [container("echo pid $$; exec sleep 3600")],
+        "containers": [container("echo pid $$$$; exec sleep 3600")],
     }
     if tolerations:
         pod_spec["tolerations"] = tolerations

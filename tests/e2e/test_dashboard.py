@@ -65,7 +65,7 @@ WORKER = {
                 "command": [
                     "sh",
                     "-c",
-                    "echo pid $$; exec python3 -c "
+                    "echo pid $$$$; exec python3 -c "
                     "'import time; b = bytearray(40 * 2**20); time.sleep(3600)'",
                 ],
                 "resources": {

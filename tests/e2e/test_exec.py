@@ -55,7 +55,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo pid $$; exec sleep 3600"]
+    command: ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
     workingDir: /tmp
     env: [{{name: GREETING, value: hello from box}}]
     resources:

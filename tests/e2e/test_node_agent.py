@@ -189,7 +189,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo pid $$; exec sleep 3600"]
+    command: ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
     resources:
       requests: {{cpu: 100m, memory: 64Mi}}
       limits: {{cpu: 200m, memory: 128Mi}}

@@ -85,7 +85,7 @@ def pod_manifest(
             {
                 "name": "main",
                 "image": "busybox",
-                "command": ["sh", "-c", "echo pid $$; exec sleep 3600"],
+                "command": ["sh", "-c", "echo pid $$$$; exec sleep 3600"],
                 "resources": resources,
             }
         ],

@@ -75,7 +75,7 @@ spec:
       containers:
       - name: nginx
         image: registry.k8s.io/nginx-slim:0.7
-        command: ["sh", "-c", "echo pid $$; exec sleep 3600"]
+        command: ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
         resources:
           requests:
             cpu: 100m

@@ -145,7 +145,7 @@ def deployment(
         meta["annotations"] = {"inplace.dev/resize-policy": policy}
     pod_spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": 1,
-        "containers": [container("echo pid $$; exec sleep 3600", resources)],
+        "containers": [container("echo pid $$$$; exec sleep 3600", resources)],
     }
     if tolerate_seconds is not None:
         pod_spec["tolerations"] = [
@@ -277,7 +277,7 @@ def test_job_is_resized_in_place_then_completes(w: Workloads) -> None:
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 1,
                     "containers": [
-                        container(f"echo pid $$; while [ ! -e {flag} ]; do sleep 0.2; done")
+                        container(f"echo pid $$$$; while [ ! -e {flag} ]; do sleep 0.2; done")
                     ],
                 }
             },

@@ -204,7 +204,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo pid $$; exec sleep 3600"]
+    command: ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
     resources: {limits: {cpu: 100m, memory: 64Mi}}
 """
     )

@@ -25,7 +25,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo pid $$; exec sleep 3600"]
+    command: ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
     resources:
       requests: {{cpu: {cpu}, memory: {memory}}}
       limits: {{cpu: {cpu_limit}, memory: {memory_limit}}}

@@ -284,7 +284,7 @@ class Demo:
             "Act (b): the running pod is resized to 2Gi in place, its PID unchanged; "
             "then the 1.5G stress passes."
         )
-        command = ["sh", "-c", "echo pid $$; exec sleep 3600"]
+        command = ["sh", "-c", "echo pid $$$$; exec sleep 3600"]
         self.k.run("apply", "-f", "-", stdin=pod_manifest("worker", command, "1Gi"))
         pod = wait_for("worker to run", lambda: self.running("worker"))
         pid = pid_of(pod)
@@ -381,7 +381,7 @@ class Demo:
             {"resourceName": "cpu", "restartPolicy": "NotRequired"},
             {"resourceName": "memory", "restartPolicy": "RestartContainer"},
         ]
-        command = ["sh", "-c", "echo started with pid $$; exec sleep 3600"]
+        command = ["sh", "-c", "echo started with pid $$$$; exec sleep 3600"]
         manifest = pod_manifest(
             "jvm", command, "512Mi", restart_policy="Always", resize_policy=policy
         )
