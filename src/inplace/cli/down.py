@@ -40,7 +40,14 @@ import psutil
 from inplace.api.kinds import REGISTRY, Kind
 from inplace.cli.lock import Holder, holder_of
 from inplace.cli.paths import DataDir
-from inplace.client import PODS, APIError, Client, ConfigError, load_kubeconfig
+from inplace.client import (
+    PODS,
+    APIError,
+    APINotFoundError,
+    Client,
+    ConfigError,
+    load_kubeconfig,
+)
 from inplace.client.api import Resource
 from inplace.node.cgroups.base import read_mountinfo
 from inplace.node.shim import SetupError, mount_points_under, umount
@@ -219,20 +226,31 @@ async def delete_through_api(data: DataDir, report: Report) -> dict[str, float]:
     config = load_kubeconfig(str(data.kubeconfig))
     graces: dict[str, float] = {}
     async with Client(config) as client:
+        # Listed before any is deleted: a ReplicaSet the garbage collector removes after its
+        # Deployment went is still one of the workloads this took down.
+        listed = []
         for kind in _workload_kinds():
             res = Resource(kind.group, kind.version, kind.plural, kind.namespaced, kind.kind)
-            for obj in (await client.list_all(res))["items"]:
-                meta = obj["metadata"]
-                with contextlib.suppress(APIError):
-                    await client.delete(res, meta["name"], namespace=meta.get("namespace"))
-                    report.workloads += 1
+            listed += [(res, obj["metadata"]) for obj in (await client.list_all(res))["items"]]
+        for res, meta in listed:
+            try:
+                await client.delete(res, meta["name"], namespace=meta.get("namespace"))
+            except APINotFoundError:
+                pass  # gone already, with its owner
+            except APIError:
+                continue
+            report.workloads += 1
         pods = (await client.list_all(PODS))["items"]
         for pod in pods:
             meta = pod["metadata"]
             graces[meta["uid"]] = _grace(pod)
-            with contextlib.suppress(APIError):
+            try:
                 await client.delete(PODS, meta["name"], namespace=meta["namespace"])
-                report.pods += 1
+            except APINotFoundError:
+                pass  # gone already, with its owner
+            except APIError:
+                continue
+            report.pods += 1
         deadline = time.monotonic() + max(graces.values(), default=0.0) + 30.0
         while time.monotonic() < deadline and (await client.list_all(PODS))["items"]:
             await asyncio.sleep(0.5)
