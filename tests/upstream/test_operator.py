@@ -1,7 +1,7 @@
 """``inplace operator`` beside the real kube-controller-manager: a resources-only change of a
 Deployment, StatefulSet, DaemonSet or running Job resizes the same pods in place (same UIDs,
-PIDs, no restart, the new size in spec, status and cgroup files) instead of rolling out; any
-other change rolls out; without the operator the same change rolls out (the control); a
+PIDs, no restart, the new size in spec, status and cgroup files) instead of rolling out; an
+image change rolls out; without the operator the same change rolls out (the control); a
 SIGKILLed leader's standby takes over within the lease duration.
 
 The operator runs here as host processes with the test bed's admin kubeconfig, each serving
@@ -230,13 +230,25 @@ def test_deployment_resized_in_place_and_without_the_operator_rolled_out(
     assert replica_sets(bed, "web") == sets  # the same ReplicaSet, no new one
     d = wait_until(lambda: released(bed, "deployment", "web"), timeout=30, what="released")
     assert d["status"].get("collisionCount") == collisions
+
+    def progress() -> dict[str, Any] | None:
+        conditions = bed.get("deployment", "web")["status"].get("conditions") or []
+        return next((c for c in conditions if c["type"] == "PodsResized"), None)
+
+    cond = wait_until(progress, timeout=30, what="PodsResized on the Deployment")
+    assert cond["status"] == "True", cond
+    assert cond["message"].startswith("5/5 pods at the template's resources (5 resized in place")
+    resized_events = [
+        e for e in bed.events_of(after[1]["metadata"]["name"]) if e["reason"] == "ResizeRequested"
+    ]
+    assert resized_events and "Deployment web" in resized_events[0]["message"]
     assert d["spec"]["template"]["spec"]["containers"][0]["resources"] == BIG
     # A pod deleted afterwards comes back at the new size.
     bed.kubectl("delete", "pod", before[0]["metadata"]["name"], "--wait=false")
     wait_until(lambda: resized(bed, "web", 5), timeout=120, what="the new pod at the new size")
     # Anything else still rolls out.
-    bed.kubectl("set", "env", "deployment/web", "COLOUR=blue")
-    wait_until(lambda: len(replica_sets(bed, "web")) == 2, timeout=60, what="an env rollout")
+    bed.kubectl("set", "image", "deployment/web", "main=busybox:1.37")
+    wait_until(lambda: len(replica_sets(bed, "web")) == 2, timeout=60, what="an image rollout")
     bed.kubectl("delete", "deployment", "web", "--wait=false")
 
 
