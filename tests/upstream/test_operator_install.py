@@ -159,8 +159,13 @@ def test_helm_uninstall_removes_the_release(bed: Bed) -> None:
         ("clusterrolebinding", "inplace", ""),
         ("mutatingwebhookconfiguration", "inplace", ""),
     ):
-        out = bed.kubectl("get", kind, name, "-n", namespace or "default", check=False)
-        assert out.returncode != 0 and "NotFound" in out.stderr, f"{kind} {name} left"
+        wait_until(
+            lambda k=kind, n=name, ns=namespace: (
+                "NotFound" in bed.kubectl("get", k, n, "-n", ns or "default", check=False).stderr
+            ),
+            timeout=120,
+            what=f"{kind} {name} gone",
+        )
     # what the operator made itself stays in its namespace (docs/operator.md, Install)
     left = bed.kubectl(
         "get", "secrets,leases", "-n", NAMESPACE, "-o", "jsonpath={.items[*].metadata.name}"

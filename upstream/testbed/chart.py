@@ -218,8 +218,9 @@ def _available(kubectl: list[str]) -> bool:
 
 
 def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
-    """``helm uninstall --wait --cascade foreground``: the release's objects deleted (the
-    Deployment once its pods are)."""
+    """``helm uninstall --cascade foreground``: the release's objects deleted (the
+    Deployment once its pods are). Not ``--wait``: helm gives up on an object still
+    terminating on a loaded machine; a caller waits for what it needs gone."""
     _run(
         [
             str(helm),
@@ -229,7 +230,6 @@ def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
             str(kubeconfig),
             "--namespace",
             NAMESPACE,
-            "--wait",
             "--cascade",
             "foreground",
             "--timeout",
