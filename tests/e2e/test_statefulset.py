@@ -107,7 +107,9 @@ class PodWatch:
     """Every pod of the set as ``kubectl get -w`` reports it: the order pods were first seen
     (by uid) and the order they were first seen terminating."""
 
-    def __init__(self, w: Workloads) -> None:
+    def __init__(self, w: Workloads, existing: int = 0) -> None:
+        """``existing``: how many pods run now; the watch is ready once its first listing
+        showed them, so nothing that happens next is missed."""
         self.created: list[tuple[str, str]] = []
         self.deleted: list[tuple[str, str]] = []
         template = '{.metadata.uid} {.metadata.name} {.metadata.deletionTimestamp}{"\\n"}'
@@ -120,6 +122,11 @@ class PodWatch:
         )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
+        try:
+            wait_until(lambda: len(self.created) >= existing, timeout=30, what="its listing")
+        except BaseException:
+            self.close()
+            raise
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
@@ -237,7 +244,7 @@ def test_set_resources_resizes_the_same_pods_in_place(w: Workloads) -> None:
     before = running(w, 3)
     pids = {p["metadata"]["uid"]: pid_of(p) for p in before.values()}
     old_revision = status(w)["updateRevision"]
-    watch = PodWatch(w)
+    watch = PodWatch(w, existing=3)
     try:
         w.kubectl("set", "resources", "statefulset/web", "--limits=memory=128Mi")
         want = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
@@ -271,7 +278,7 @@ def test_set_resources_resizes_the_same_pods_in_place(w: Workloads) -> None:
 def test_an_image_change_rolls_out_from_the_top_and_the_partition_holds(w: Workloads) -> None:
     before = running(w, 3)
     uids = {p["metadata"]["uid"] for p in before.values()}
-    watch = PodWatch(w)
+    watch = PodWatch(w, existing=3)
     try:
         patch = {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 1}}}}
         w.kubectl("patch", "statefulset", "web", "-p", json.dumps(patch))
@@ -299,7 +306,7 @@ def test_an_image_change_rolls_out_from_the_top_and_the_partition_holds(w: Workl
         "3",
     ], history
     rolled = {p["metadata"]["uid"] for p in running(w, 3).values()}
-    watch = PodWatch(w)
+    watch = PodWatch(w, existing=3)
     try:
         w.kubectl("rollout", "undo", "statefulset/web")
         rollout_status(w)
@@ -314,7 +321,7 @@ def test_an_image_change_rolls_out_from_the_top_and_the_partition_holds(w: Workl
 def test_scale_down_removes_web_2_then_web_1_and_keeps_their_claims(w: Workloads) -> None:
     before = running(w, 3)
     uids = {p["metadata"]["uid"] for p in before.values()}
-    watch = PodWatch(w)
+    watch = PodWatch(w, existing=3)
     try:
         w.kubectl("scale", "statefulset", "web", "--replicas=1")
         running(w, 1)
