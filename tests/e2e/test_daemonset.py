@@ -145,6 +145,11 @@ class UnavailableWatch:
         )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
+        try:  # ready once its first listing arrived: nothing that happens next is missed
+            wait_until(lambda: self.seen, timeout=30, what="the watch's listing")
+        except BaseException:
+            self.close()
+            raise
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
