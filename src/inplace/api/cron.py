@@ -27,6 +27,7 @@ DST handling) nor its messages, which API clients see in a 422, hence this trans
 
 from __future__ import annotations
 
+import abc
 import os
 import unicodedata
 import zoneinfo
@@ -87,15 +88,15 @@ DAYS_OF_WEEK = Bounds(
 )
 
 
-class Schedule:
+class Schedule(abc.ABC):
     """A parsed schedule: ``next_after`` is robfig's ``Schedule.Next``."""
 
+    @abc.abstractmethod
     def next_after(self, t: datetime) -> datetime | None:
         """The first activation strictly after ``t`` (timezone-aware), in ``t``'s zone.
 
         None where robfig returns Go's zero time: no activation within five years.
         """
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
