@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from inplace.api.backoff import Backoff
+
 from .api import Client, Resource, WatchEvent
 from .errors import APIConnectionError, APIError, APIGoneError, APINotFoundError
 
@@ -65,19 +67,18 @@ def _rv(obj: Obj) -> str | None:
 
 
 class _Backoff:
-    """Exponential backoff with full jitter on the upper half: ``[d/2, d]``."""
+    """The project's back-off (``api/backoff.py``) with jitter on the upper half: ``[d/2, d]``,
+    so informers that lost the same server do not come back in step."""
 
     def __init__(self, initial: float, maximum: float) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self._next = initial
+        self._rule = Backoff(initial, maximum)
+        self._previous: float | None = None
 
     def reset(self) -> None:
-        self._next = self.initial
+        self._previous = None
 
     def next_delay(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, self.maximum)
+        delay = self._previous = self._rule.next(self._previous)
         return random.uniform(delay / 2, delay)
 
 

@@ -23,11 +23,12 @@ import asyncio
 import heapq
 import itertools
 import logging
-import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, Protocol, TypeVar
+
+from inplace.api.backoff import Backoff
 
 __all__ = [
     "Clock",
@@ -129,15 +130,14 @@ class ItemExponentialRateLimiter(Generic[K]):
             raise ValueError("need 0 < base_delay <= max_delay")
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self._backoff = Backoff(base_delay, max_delay)
         self._failures: dict[K, int] = {}
 
     def when(self, key: K) -> float:
         """The delay for this failure of ``key``; counts the failure."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        if failures >= 64:
-            return self.max_delay
-        return min(math.ldexp(self.base_delay, failures), self.max_delay)
+        return self._backoff.after(failures)
 
     def forget(self, key: K) -> None:
         self._failures.pop(key, None)

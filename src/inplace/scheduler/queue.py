@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from inplace.api.backoff import Backoff
 from inplace.client import Clock, LoopClock
 from inplace.client.workqueue import TimerHandle
 
@@ -183,12 +184,7 @@ class SchedulingQueue:
         return qp  # heap entries are dropped lazily (seq mismatch)
 
     def _backoff_duration(self, attempts: int) -> float:
-        duration = self.initial_backoff
-        for _ in range(1, attempts):
-            duration *= 2
-            if duration >= self.max_backoff:
-                return self.max_backoff
-        return min(duration, self.max_backoff)
+        return Backoff(self.initial_backoff, self.max_backoff).after(attempts - 1)
 
     # -- informer-driven ---------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from inplace.api.backoff import Backoff
 from inplace.api.conditions import StatusPatch
 from inplace.client import (
     CONTROLLERREVISIONS,
@@ -80,7 +81,7 @@ class _FailedPodBackoff:
     controller replace it in a hot loop."""
 
     def __init__(self, initial: float, maximum: float) -> None:
-        self.initial = initial
+        self.rule = Backoff(initial, maximum)
         self.maximum = maximum
         self._entries: dict[str, tuple[float, float]] = {}
 
@@ -94,10 +95,8 @@ class _FailedPodBackoff:
 
     def next(self, key: str, now: float) -> None:
         entry = self._entries.get(key)
-        if entry is None or now - entry[1] > 2 * self.maximum:
-            delay = self.initial
-        else:
-            delay = min(entry[0] * 2, self.maximum)
+        fresh = entry is None or now - entry[1] > 2 * self.maximum
+        delay = self.rule.next(None if fresh or entry is None else entry[0])
         self._entries[key] = (delay, now)
         self._entries = {k: v for k, v in self._entries.items() if now - v[1] <= 2 * self.maximum}
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from inplace.api.backoff import Backoff
 from inplace.api.timestamps import parse_rfc3339
 
 __all__ = [
@@ -44,6 +45,8 @@ COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 COMPLETION_INDEX_ENV: Final = "JOB_COMPLETION_INDEX"
 DEFAULT_BACKOFF: Final = 10.0
 MAX_BACKOFF: Final = 360.0
+#: Upstream's pod-failure back-off: 10 s doubling to 6 min.
+POD_FAILURE_BACKOFF: Final = Backoff(DEFAULT_BACKOFF, MAX_BACKOFF)
 MAX_UNCOUNTED_PODS: Final = 500
 
 COMPLETE: Final = "Complete"
@@ -329,9 +332,7 @@ def remaining_backoff(record: BackoffRecord, now: float) -> float:
     """Seconds until a new pod may be created after failures (0: now)."""
     if record.failures_after_last_success == 0 or record.last_failure_time is None:
         return 0.0
-    delay = DEFAULT_BACKOFF
-    for _ in range(1, record.failures_after_last_success):
-        delay = min(delay * 2, MAX_BACKOFF)
+    delay = POD_FAILURE_BACKOFF.after(record.failures_after_last_success - 1)
     elapsed = now - record.last_failure_time
     return max(0.0, delay - elapsed)
 
