@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inplace.client import (
-    FakeClock,
     ItemExponentialRateLimiter,
     ShutDown,
     WorkQueue,
     run_workers,
 )
+from tests.fakeclock import FakeClock
 
 
 def drain(q: WorkQueue[str]) -> list[str]:

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from inplace.client import FakeClock
 from inplace.scheduler import Scheduler
 from inplace.scheduler.arbiter import (
     BACKOFF_MAX,
@@ -17,6 +16,7 @@ from inplace.scheduler.arbiter import (
 from inplace.scheduler.framework import Framework, pod_info
 from inplace.scheduler.plugins import Insufficient, default_plugins
 from inplace.scheduler.preemption import Candidate
+from tests.fakeclock import FakeClock
 
 from .helpers import FakeActions, node, pod
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from inplace.client import FakeClock
 from inplace.scheduler.framework import pod_info
 from inplace.scheduler.queue import SchedulingQueue
+from tests.fakeclock import FakeClock
 
 from .helpers import pod
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from inplace.client import FakeClock
 from inplace.scheduler import Scheduler, SchedulerConfig
 from inplace.scheduler.framework import Framework, PodInfo, Status
 from inplace.scheduler.plugins import default_plugins
+from tests.fakeclock import FakeClock
 
 from .helpers import FakeActions, node, pod
 

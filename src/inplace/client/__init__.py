@@ -9,7 +9,7 @@ Public surface (the submodules are implementation detail):
   ``NODES``, ...), :class:`WatchEvent`;
 * errors — :class:`APIError` and its tree (see :mod:`inplace.client.errors`);
 * caches — :class:`Informer`, :func:`key_of`, :func:`split_key`;
-* work — :class:`WorkQueue`, :func:`run_workers`, :class:`Clock`, :class:`FakeClock`.
+* work — :class:`WorkQueue`, :func:`run_workers`, :class:`Clock`.
 """
 
 from .api import (
@@ -72,7 +72,6 @@ from .errors import (
 from .informer import Informer, key_of, split_key
 from .workqueue import (
     Clock,
-    FakeClock,
     ItemExponentialRateLimiter,
     LoopClock,
     ShutDown,
@@ -129,7 +128,6 @@ __all__ = [
     "Clock",
     "ClusterConfig",
     "ConfigError",
-    "FakeClock",
     "Informer",
     "ItemExponentialRateLimiter",
     "LoopClock",

@@ -12,16 +12,14 @@ the informer cache, and call ``done``. The queue guarantees, like client-go's ``
   doubling to 1000 s by default) until ``forget`` resets it on success.
 
 Time comes from an injectable :class:`Clock` (``monotonic()`` + ``call_at()``); the default uses
-the running event loop's timers, and :class:`FakeClock` lets tests advance time without
-sleeping. :func:`run_workers` is the standard worker loop: reconcile, forget on success,
-requeue rate-limited on exception.
+the running event loop's timers, and the tests' ``FakeClock`` (``tests/fakeclock.py``) advances
+time without sleeping. :func:`run_workers` is the standard worker loop: reconcile, forget on
+success, requeue rate-limited on exception.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
 import time
 from collections import deque
@@ -32,7 +30,6 @@ from inplace.api.backoff import Backoff
 
 __all__ = [
     "Clock",
-    "FakeClock",
     "ItemExponentialRateLimiter",
     "LoopClock",
     "ShutDown",
@@ -73,53 +70,6 @@ class LoopClock:
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         loop = asyncio.get_running_loop()
         return loop.call_later(max(0.0, when - time.monotonic()), callback)
-
-
-class _FakeTimer:
-    __slots__ = ("callback", "cancelled", "when")
-
-    def __init__(self, when: float, callback: Callable[[], None]) -> None:
-        self.when = when
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class FakeClock:
-    """A manual clock for tests: time moves only when :meth:`advance` is called, and due
-    callbacks run synchronously inside it, in time order."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self._now = start
-        self._timers: list[tuple[float, int, _FakeTimer]] = []
-        self._seq = itertools.count()
-
-    def monotonic(self) -> float:
-        return self._now
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
-        timer = _FakeTimer(when, callback)
-        heapq.heappush(self._timers, (when, next(self._seq), timer))
-        return timer
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward by ``seconds`` and fire every callback that became due."""
-        if seconds < 0:
-            raise ValueError("time cannot go backwards")
-        target = self._now + seconds
-        while self._timers and self._timers[0][0] <= target:
-            when, _, timer = heapq.heappop(self._timers)
-            self._now = max(self._now, when)
-            if not timer.cancelled:
-                timer.callback()
-        self._now = target
-
-    @property
-    def pending(self) -> int:
-        """Number of scheduled, not yet fired, not cancelled callbacks."""
-        return sum(1 for _, _, t in self._timers if not t.cancelled)
 
 
 class ItemExponentialRateLimiter(Generic[K]):

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from inplace.api.timestamps import parse_rfc3339, rfc3339
-from inplace.client import CRONJOBS, EVENTS, JOBS, Client, ClusterConfig, FakeClock
+from inplace.client import CRONJOBS, EVENTS, JOBS, Client, ClusterConfig
 from inplace.controllers.base import Context, SharedInformers
 from inplace.controllers.cronjob import model as m
 from inplace.controllers.cronjob.controller import CronJobController
 from tests.conftest import InProcessServer
+from tests.fakeclock import FakeClock
 from tests.poll import await_until
 
 

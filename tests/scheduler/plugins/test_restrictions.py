@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from inplace.client import FakeClock
 from inplace.scheduler import Scheduler
 from inplace.scheduler.cache import NodeCache
 from inplace.scheduler.framework import Code, CycleState, Framework, PodInfo, Status, pod_info
 from inplace.scheduler.plugins import VolumeObjects, VolumeRestrictions, default_plugins
 from inplace.scheduler.plugins.restrictions import REASON_READ_WRITE_ONCE_POD_CONFLICT as RWOP
+from tests.fakeclock import FakeClock
 from tests.scheduler.helpers import FakeActions, node, pod
 
 
