@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from inplace.api.names import label_value_errors, qualified_name_errors
+from inplace.api.objects import get_path
 
 __all__ = [
     "EVENT_FIELDS",
@@ -472,18 +473,9 @@ class _LabelParser:
 # --- field selectors ----------------------------------------------------------------------
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    cur: Any = obj
-    for part in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
 def _text(obj: Mapping[str, Any], *path: str) -> str:
     """A string field as upstream's fields.Set holds it: missing is ""."""
-    value = _get(obj, *path)
+    value = get_path(obj, *path)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -493,17 +485,17 @@ def _text(obj: Mapping[str, Any], *path: str) -> str:
 
 def _flag(obj: Mapping[str, Any], *path: str) -> str:
     """A bool field as strconv.FormatBool renders it; missing is Go's zero value, false."""
-    return "true" if _get(obj, *path) is True else "false"
+    return "true" if get_path(obj, *path) is True else "false"
 
 
 def _count(obj: Mapping[str, Any], *path: str) -> str:
     """An int field as strconv.Itoa renders it; missing is Go's zero value, 0."""
-    value = _get(obj, *path)
+    value = get_path(obj, *path)
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else "0"
 
 
 def _pod_ip(pod: Mapping[str, Any]) -> str:
-    ips = _get(pod, "status", "podIPs")
+    ips = get_path(pod, "status", "podIPs")
     if isinstance(ips, list) and ips and isinstance(ips[0], Mapping):
         return _text(ips[0], "ip")
     return _text(pod, "status", "podIP")

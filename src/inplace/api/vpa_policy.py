@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from inplace.api.objects import get_path
 from inplace.api.quantity import Format, Quantity, QuantityError
 from inplace.api.resources import CPU, MEMORY, ResourceList, parse_resource_list
 
@@ -65,18 +66,9 @@ DEFAULT_CONTROLLED_RESOURCES: Final = (CPU, MEMORY)
 WILDCARD: Final = "*"
 
 
-def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur
-
-
 def update_mode(vpa: Mapping[str, Any]) -> str:
     """``spec.updatePolicy.updateMode``, ``Recreate`` when unset (upstream's ``GetUpdateMode``)."""
-    mode = _get(vpa, "spec", "updatePolicy", "updateMode")
+    mode = get_path(vpa, "spec", "updatePolicy", "updateMode")
     return mode if isinstance(mode, str) and mode else RECREATE
 
 
@@ -88,14 +80,14 @@ def updates_running_pods(vpa: Mapping[str, Any]) -> bool:
 
 def min_replicas(vpa: Mapping[str, Any], default: int) -> int:
     """``spec.updatePolicy.minReplicas``, else the updater's global setting."""
-    value = _get(vpa, "spec", "updatePolicy", "minReplicas")
+    value = get_path(vpa, "spec", "updatePolicy", "minReplicas")
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def container_policy(vpa: Mapping[str, Any], container: str) -> Mapping[str, Any] | None:
     """The ``resourcePolicy.containerPolicies`` entry for ``container``, else the ``*`` one."""
     default: Mapping[str, Any] | None = None
-    policies = _get(vpa, "spec", "resourcePolicy", "containerPolicies")
+    policies = get_path(vpa, "spec", "resourcePolicy", "containerPolicies")
     for entry in policies if isinstance(policies, list) else ():
         if not isinstance(entry, Mapping):
             continue
@@ -179,7 +171,7 @@ def _resource_list(raw: Any) -> ResourceList:
 
 def recommendation_for(vpa: Mapping[str, Any], container: str) -> Mapping[str, Any] | None:
     """``status.recommendation.containerRecommendations[]`` for ``container``."""
-    entries = _get(vpa, "status", "recommendation", "containerRecommendations")
+    entries = get_path(vpa, "status", "recommendation", "containerRecommendations")
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, Mapping) and entry.get("containerName") == container:
             return entry
@@ -235,7 +227,7 @@ def actual_requests_and_limits(
 ) -> tuple[ResourceList, ResourceList]:
     """What the container runs with: ``status.containerStatuses[].resources`` when the node
     reports it (in-place resize), else the spec (upstream's ``ContainerRequestsAndLimits``)."""
-    for status in _get(pod, "status", "containerStatuses") or ():
+    for status in get_path(pod, "status", "containerStatuses") or ():
         if isinstance(status, Mapping) and status.get("name") == container.get("name"):
             resources = status.get("resources")
             if isinstance(resources, Mapping):
@@ -279,7 +271,7 @@ def pod_recommendations(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> list[
     """The processed recommendation of every container of ``pod`` that has one and whose
     policy is not ``mode: Off``, in the pod's container order."""
     out: list[PodRecommendation] = []
-    for container in _get(pod, "spec", "containers") or ():
+    for container in get_path(pod, "spec", "containers") or ():
         if not isinstance(container, Mapping):
             continue
         name = str(container.get("name", ""))

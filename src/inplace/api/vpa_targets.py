@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from inplace.api.objects import get_path
 from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.vpa_policy import updates_running_pods
 
@@ -88,17 +89,8 @@ class Target:
     name: str = ""
 
 
-def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur
-
-
 def _controller_ref(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
-    for ref in _get(obj, "metadata", "ownerReferences") or ():
+    for ref in get_path(obj, "metadata", "ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return str(ref.get("kind", "")), str(ref.get("name", ""))
     return None
@@ -108,15 +100,15 @@ def _selector_of(kind: str, obj: Mapping[str, Any]) -> Any:
     """A target's selector: ``spec.selector``, or for a CronJob the labels of its job
     template's pods (upstream's ``vpaTargetSelectorFetcher``)."""
     if kind == "CronJob":
-        labels = _get(obj, "spec", "jobTemplate", "spec", "template", "metadata", "labels")
+        labels = get_path(obj, "spec", "jobTemplate", "spec", "template", "metadata", "labels")
         return {"matchLabels": dict(labels)} if isinstance(labels, Mapping) and labels else None
-    return _get(obj, "spec", "selector")
+    return get_path(obj, "spec", "selector")
 
 
 def resolve_target(vpa: Mapping[str, Any], lookup: Lookup) -> Target:
     """The selector of ``vpa``'s target, or upstream's ``ConfigUnsupported`` message."""
-    namespace = str(_get(vpa, "metadata", "namespace") or "")
-    ref = _get(vpa, "spec", "targetRef")
+    namespace = str(get_path(vpa, "metadata", "namespace") or "")
+    ref = get_path(vpa, "spec", "targetRef")
     if not isinstance(ref, Mapping):
         return Target(None, "Cannot read targetRef")
     kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
@@ -161,7 +153,7 @@ def top_controller(pod: Mapping[str, Any], lookup: Lookup) -> tuple[str, str] | 
     ref = _controller_ref(pod)
     if ref is None:
         return None
-    namespace = str(_get(pod, "metadata", "namespace") or "")
+    namespace = str(get_path(pod, "metadata", "namespace") or "")
     kind, name = ref
     seen = {ref}
     while kind in WELL_KNOWN:
@@ -182,9 +174,9 @@ def pod_matches(
     """``pod`` belongs to ``vpa`` (whose target resolved to ``target``)."""
     if target.selector is None:
         return False
-    if _get(pod, "metadata", "namespace") != _get(vpa, "metadata", "namespace"):
+    if get_path(pod, "metadata", "namespace") != get_path(vpa, "metadata", "namespace"):
         return False
-    labels = _get(pod, "metadata", "labels")
+    labels = get_path(pod, "metadata", "labels")
     if not target.selector.matches(labels if isinstance(labels, Mapping) else {}):
         return False
     return top_controller(pod, lookup) == (target.kind, target.name)
@@ -192,8 +184,8 @@ def pod_matches(
 
 def _order(vpa: Mapping[str, Any]) -> tuple[str, str]:
     return (
-        str(_get(vpa, "metadata", "creationTimestamp") or ""),
-        str(_get(vpa, "metadata", "name") or ""),
+        str(get_path(vpa, "metadata", "creationTimestamp") or ""),
+        str(get_path(vpa, "metadata", "name") or ""),
     )
 
 
@@ -205,12 +197,12 @@ def controlling_vpa(
 ) -> Mapping[str, Any] | None:
     """The VPA that controls ``pod`` (the oldest of those that match), whatever its mode.
     ``targets`` caches resolved targets by ``(namespace, name)`` of the VPA."""
-    namespace = _get(pod, "metadata", "namespace")
+    namespace = get_path(pod, "metadata", "namespace")
     best: Mapping[str, Any] | None = None
     for vpa in vpas:
-        if _get(vpa, "metadata", "namespace") != namespace:
+        if get_path(vpa, "metadata", "namespace") != namespace:
             continue
-        key = (str(namespace), str(_get(vpa, "metadata", "name") or ""))
+        key = (str(namespace), str(get_path(vpa, "metadata", "name") or ""))
         target = targets.get(key) if targets is not None else None
         if target is None:
             target = resolve_target(vpa, lookup)

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from inplace.api.objects import get_path
 from inplace.api.resources import CPU, MEMORY
 from inplace.client import PODMETRICS, APINotFoundError
 from inplace.client.api import Client
@@ -27,14 +28,6 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for step in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(step)
-    return obj
-
-
 def summary_pod_metrics(summary: Mapping[str, Any]) -> list[Obj]:
     """The PodMetrics objects (``metadata``, ``timestamp``, ``containers[].usage``) of a
     kubelet Summary API answer: each container's ``cpu.usageNanoCores`` and
@@ -42,7 +35,7 @@ def summary_pod_metrics(summary: Mapping[str, Any]) -> list[Obj]:
     the pod's sample time (inplace's agent), else its containers' latest CPU sample time."""
     out = []
     for pod in summary.get("pods") or ():
-        ref = _get(pod, "podRef")
+        ref = get_path(pod, "podRef")
         if not isinstance(ref, Mapping) or not ref.get("name"):
             continue
         containers = []
@@ -51,11 +44,11 @@ def summary_pod_metrics(summary: Mapping[str, Any]) -> list[Obj]:
             if not isinstance(container, Mapping) or not container.get("name"):
                 continue
             usage = {}
-            cpu = _get(container, "cpu", "usageNanoCores")
+            cpu = get_path(container, "cpu", "usageNanoCores")
             if isinstance(cpu, int):
                 usage[CPU] = f"{cpu}n"
-                times.append(str(_get(container, "cpu", "time") or ""))
-            memory = _get(container, "memory", "workingSetBytes")
+                times.append(str(get_path(container, "cpu", "time") or ""))
+            memory = get_path(container, "memory", "workingSetBytes")
             if isinstance(memory, int):
                 usage[MEMORY] = str(memory)
             containers.append({"name": str(container["name"]), "usage": usage})

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from inplace.api.objects import get_path as get_path  # re-exported for the table modules
 from inplace.api.selectors import LabelSelector, SelectorError
 
 _NS_PER_SECOND: Final = 1_000_000_000
@@ -129,14 +130,6 @@ def column_definitions(printer: TablePrinter) -> list[dict[str, Any]]:
 
 
 # --- helpers over raw JSON -----------------------------------------------------------------
-
-
-def get_path(obj: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(part)
-    return obj
 
 
 def text_at(obj: Any, *path: str) -> str:
