@@ -551,6 +551,21 @@ class Client:
         )
         return result
 
+    async def resize_pod(
+        self, namespace: str, name: str, body: Any, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Ask for a resize: a strategic-merge PATCH of ``pods/<name>/resize`` (Kubernetes ≥ 1.33),
+        the one call every component that resizes a pod makes. Returns the patched pod."""
+        return await self.patch(
+            PODS,
+            name,
+            body,
+            patch_type="strategic",
+            namespace=namespace,
+            subresource="resize",
+            dry_run=dry_run,
+        )
+
     async def delete(
         self,
         res: Resource,

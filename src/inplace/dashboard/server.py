@@ -40,7 +40,7 @@ import orjson
 from aiohttp import web
 
 from inplace.api.selectors import LabelSelector, SelectorError
-from inplace.client import PODS, APIError, Client
+from inplace.client import APIError, Client
 
 from .model import PodSummary
 from .resize import plan_resize
@@ -457,15 +457,7 @@ class DashboardServer:
         out = self._plan_json(plan)
         if plan.patch is not None:
             try:
-                await self.client.patch(
-                    PODS,
-                    plan.name,
-                    plan.patch,
-                    patch_type="strategic",
-                    namespace=plan.namespace,
-                    subresource="resize",
-                    dry_run=True,
-                )
+                await self.client.resize_pod(plan.namespace, plan.name, plan.patch, dry_run=True)
                 out["server"] = {"ok": True, "message": "the API server accepts this resize"}
             except APIError as exc:
                 out["server"] = {"ok": False, "code": exc.status, "message": exc.message}
@@ -482,14 +474,7 @@ class DashboardServer:
         if plan.patch is None:
             return _json({**out, "ok": False, "message": "nothing to apply"}, 422)
         try:
-            pod = await self.client.patch(
-                PODS,
-                plan.name,
-                plan.patch,
-                patch_type="strategic",
-                namespace=plan.namespace,
-                subresource="resize",
-            )
+            pod = await self.client.resize_pod(plan.namespace, plan.name, plan.patch)
         except APIError as exc:
             return _json(
                 {**out, "ok": False, "code": exc.status, "message": exc.message}, exc.status

@@ -121,14 +121,7 @@ class MemoryPauseResponder(QueueController):
             return  # sent for this generation; the informer has not shown the new spec yet
         self.sent[uid] = fingerprint
         try:
-            await self.client.patch(
-                PODS,
-                str(meta.get("name")),
-                body,
-                namespace=str(meta.get("namespace")),
-                subresource="resize",
-                patch_type="strategic",
-            )
+            await self.client.resize_pod(str(meta.get("namespace")), str(meta.get("name")), body)
         except APIInvalidError as exc:
             self._warn(pod, Decision("none", "MemoryBumpFailed", f"pods/resize refused: {exc}"))
             return

@@ -313,13 +313,8 @@ class RescueController(QueueController):
 
     async def _patch_resize(self, pod: Obj, body: dict[str, Any]) -> Obj:
         meta = pod.get("metadata") or {}
-        patched: Obj = await self.client.patch(
-            PODS,
-            str(meta.get("name")),
-            body,
-            namespace=str(meta.get("namespace")),
-            subresource="resize",
-            patch_type="strategic",
+        patched: Obj = await self.client.resize_pod(
+            str(meta.get("namespace")), str(meta.get("name")), body
         )
         return patched
 

@@ -480,14 +480,7 @@ class WorkloadResizeController:
             self.sent[uid] = fp
             async with self.concurrency:
                 try:
-                    await self.client.patch(
-                        PODS,
-                        meta["name"],
-                        patch,
-                        patch_type="strategic",
-                        namespace=meta.get("namespace"),
-                        subresource="resize",
-                    )
+                    await self.client.resize_pod(meta.get("namespace"), meta["name"], patch)
                 except APINotFoundError:
                     self.sent.pop(uid, None)
                 except APIInvalidError as exc:
