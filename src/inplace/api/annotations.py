@@ -27,7 +27,16 @@ never evict), ``InPlacePreferred`` (evict through the Eviction API, respecting d
 budgets, so the owner recreates the pod where it fits) or ``Restart`` (restart the
 containers to apply any resize)."""
 
-RESIZE_POLICIES: Final = ("InPlaceOnly", "InPlacePreferred", "Restart")
+IN_PLACE_ONLY: Final = "InPlaceOnly"
+IN_PLACE_PREFERRED: Final = "InPlacePreferred"
+RESTART: Final = "Restart"
+RESIZE_POLICIES: Final = (IN_PLACE_ONLY, IN_PLACE_PREFERRED, RESTART)
+
+
+def resize_policy(annotations: Mapping[str, str] | None) -> str:
+    """The :data:`RESIZE_POLICY` a pod or template's annotations name (``InPlaceOnly`` unset)."""
+    return str((annotations or {}).get(RESIZE_POLICY) or IN_PLACE_ONLY)
+
 
 OOM_KILL_DISABLE: Final = "inplace.dev/oom-kill-disable"
 """``"true"``: pause the pod's tasks at the memory limit instead of OOM-killing them, until a

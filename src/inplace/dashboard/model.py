@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from inplace.api.annotations import OOM_KILL_DISABLE, RESIZE_POLICY
+from inplace.api.annotations import OOM_KILL_DISABLE, resize_policy
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import (
     container_limits,
@@ -393,7 +393,7 @@ def summarize(pod: Mapping[str, Any], *, now: datetime | None = None) -> PodSumm
         status=str(cells[2]),
         ready=str(cells[1]),
         qos=qos,
-        policy=str(annotations.get(RESIZE_POLICY) or "InPlaceOnly"),
+        policy=resize_policy(annotations),
         containers=containers,
         requests_cpu=0.0 if math.isnan(requests_cpu) else requests_cpu,
         requests_memory=0.0 if math.isnan(requests_memory) else requests_memory,

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 
-from inplace.api.annotations import RESIZE_POLICY
+from inplace.api.annotations import RESIZE_POLICY, RESTART
 from inplace.api.backoff import RESIZE_RETRY
 from inplace.api.conditions import Decision, absent, present
 
@@ -142,7 +142,7 @@ class Resizer:
                 progress = present(generation, "True", probed=True)
                 started = resize_message("Pod resize started", w.pod, generation)
                 w.pending_events.append(("ResizeStarted", started, False))
-                restart_all = pod_annotation(w.pod, RESIZE_POLICY) == "Restart"
+                restart_all = pod_annotation(w.pod, RESIZE_POLICY) == RESTART
                 restarts = [
                     n
                     for n in changed

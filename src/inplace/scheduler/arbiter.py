@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from inplace.api.annotations import IN_PLACE_PREFERRED
 from inplace.api.backoff import RESIZE_RETRY
 from inplace.api.conditions import absent, present
 from inplace.api.resources import GUARANTEED
@@ -73,10 +74,6 @@ log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL = RESIZE_RETRY.initial
 BACKOFF_MAX = RESIZE_RETRY.maximum
-
-IN_PLACE_ONLY = "InPlaceOnly"
-IN_PLACE_PREFERRED = "InPlacePreferred"
-RESTART = "Restart"
 
 
 class Decision(enum.Enum):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from inplace.api.annotations import RESIZE_POLICY
+from inplace.api.annotations import IN_PLACE_ONLY, resize_policy
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import (
     GUARANTEED,
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
-    "RESIZE_POLICY_ANNOTATION",
     "BindPlugin",
     "Code",
     "CycleState",
@@ -71,7 +70,6 @@ __all__ = [
 ]
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
-RESIZE_POLICY_ANNOTATION: Final = RESIZE_POLICY
 
 Mask = npt.NDArray[np.bool_]
 Floats = npt.NDArray[np.float64]
@@ -248,7 +246,7 @@ class PodInfo:
     resize_approved_generation: int | None = None
     """``observedGeneration`` of a ``PodResizeScheduled=True`` condition, if any."""
     resize_infeasible: bool = False
-    resize_policy: str = "InPlaceOnly"
+    resize_policy: str = IN_PLACE_ONLY
     has_owner: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     claims: tuple[str, ...] = ()
@@ -373,7 +371,7 @@ def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> Pod
         resizing=resizing,
         resize_approved_generation=approved,
         resize_infeasible=is_resize_infeasible(pod),
-        resize_policy=str(annotations.get(RESIZE_POLICY_ANNOTATION) or "InPlaceOnly"),
+        resize_policy=resize_policy(annotations),
         has_owner=bool(meta.get("ownerReferences")),
         preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
         claims=tuple(claim_names(pod)),

@@ -34,7 +34,12 @@ from typing import Any
 
 import orjson
 
-from inplace.api.annotations import RESIZE_POLICY, RESIZE_STATUS
+from inplace.api.annotations import (
+    IN_PLACE_ONLY,
+    IN_PLACE_PREFERRED,
+    RESIZE_STATUS,
+    resize_policy,
+)
 from inplace.api.podtemplates import effective_template
 from inplace.api.timestamps import rfc3339
 from inplace.api.vpa_policy import OFF, update_mode
@@ -291,7 +296,7 @@ class WorkloadResizeController:
         """A pod going away mid-resize under InPlacePreferred was moved (the scheduler's
         arbiter or this controller evicted it so its owner recreates it at the new size)."""
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(RESIZE_POLICY) != "InPlacePreferred":
+        if resize_policy(annotations) != IN_PLACE_PREFERRED:
             return
         key = self._pod_top(pod)
         if key is None:
@@ -361,7 +366,7 @@ class WorkloadResizeController:
         patches: list[tuple[Obj, Obj, str]] = []
         replace: list[tuple[Obj, PodState]] = []
         now = self.ctx.now()
-        policy = "InPlaceOnly"
+        policy = IN_PLACE_ONLY
         for owner, pods in groups:
             template = effective_template(owner)
             want = desired_resources(template)
@@ -369,8 +374,8 @@ class WorkloadResizeController:
             if pods:
                 fingerprints.append(fp)
             annotations = (template.get("metadata") or {}).get("annotations") or {}
-            if annotations.get(RESIZE_POLICY) == "InPlacePreferred":
-                policy = "InPlacePreferred"
+            if resize_policy(annotations) == IN_PLACE_PREFERRED:
+                policy = IN_PLACE_PREFERRED
             for pod in pods:
                 uid = uid_of(pod)
                 name = str(pod["metadata"]["name"])
@@ -410,7 +415,7 @@ class WorkloadResizeController:
         round_.started = True
         retry = await self._report(kind, typed, progress, policy, round_)
         waits = [s.since for _, s in states if s.state in (State.DEFERRED, State.INFEASIBLE)]
-        if policy == "InPlacePreferred" and waits:
+        if policy == IN_PLACE_PREFERRED and waits:
             soonest = min(s + self.replace_after for s in waits if s) if any(waits) else now + 5
             delay = max(1.0, soonest - now)
             retry = delay if retry is None else min(retry, delay)

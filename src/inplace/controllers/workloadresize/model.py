@@ -27,7 +27,7 @@ from typing import Any, Final
 import orjson
 
 from inplace.api import defaults
-from inplace.api.annotations import RESIZE_POLICY
+from inplace.api.annotations import IN_PLACE_PREFERRED, resize_policy
 from inplace.api.podtemplates import only_resizable_changed
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import (
@@ -281,7 +281,7 @@ def should_replace(
     """An ``InPlacePreferred`` pod whose resize has been Infeasible or Deferred for longer
     than ``timeout`` is replaced at the new size, if the new size fits another node."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    if annotations.get(RESIZE_POLICY) != "InPlacePreferred":
+    if resize_policy(annotations) != IN_PLACE_PREFERRED:
         return False
     if state.state not in (State.DEFERRED, State.INFEASIBLE):
         return False
@@ -406,7 +406,7 @@ def progress_condition(progress: Progress, *, policy: str, kind: str, now: str) 
         detail = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
         stays = (
             " (resize policy InPlaceOnly: they stay where they are until room appears)"
-            if policy != "InPlacePreferred"
+            if policy != IN_PLACE_PREFERRED
             else ""
         )
         parts.append(f"{len(progress.waiting)} pending{stays}: {summary} — {detail}")
