@@ -58,7 +58,7 @@ from .cache import NodeCache, PodEntry
 from .framework import PodInfo
 from .metrics import SchedulerMetrics
 from .plugins.resources import Insufficient, fit_reasons, format_cpu, format_memory
-from .preemption import Candidate, DisruptionBudgets, select_victims
+from .preemption import Candidate, DisruptionBudgets, evict_victims, select_victims
 
 __all__ = [
     "BACKOFF_INITIAL",
@@ -437,32 +437,14 @@ class ResizeArbiter:
         return True
 
     async def _preempt(self, plan: _Plan) -> None:
-        preemptor = plan.info
-        violating = {v.key for v in plan.verdict.victims if v.violates_budget}
-        for entry in plan.victims:
-            victim = entry.info
-            try:
-                try:
-                    await self.actions.evict(victim)
-                except APITooManyRequestsError:
-                    if victim.key not in violating:
-                        raise
-                    # Chosen knowing it violates a budget (no other choice made room):
-                    # upstream preemption deletes such victims.
-                    await self.actions.delete(victim)
-            except APINotFoundError:
-                pass
-            except (APIError, ConnectionError) as exc:
-                log.warning("preempting %s for %s failed: %s", victim.key, preemptor.key, exc)
-                entry.victim = False
-                continue
-            self.actions.event(
-                victim,
-                "Normal",
-                "Preempted",
-                f"Preempted by pod {preemptor.uid} on node {entry.node} "
-                f"to make room for the resize of {preemptor.key}",
-            )
+        await evict_victims(
+            self.actions,
+            plan.info,
+            plan.info.node_name,
+            plan.victims,
+            {v.key for v in plan.verdict.victims if v.violates_budget},
+            f" to make room for the resize of {plan.info.key}",
+        )
 
     async def _evict(self, plan: _Plan) -> float | None:
         info = plan.info

@@ -12,25 +12,36 @@ Pure functions (no I/O), as upstream's ``DefaultPreemption``:
    victims.
 
 The same selection serves a pending pod (need = its requests plus one pod slot, room = the
-node's placement room) and a resize (need = the delta, room = the committed room).
+node's placement room) and a resize (need = the delta, room = the committed room), and so
+does the acting step, :func:`evict_victims` (the one I/O here): the scheduler and the arbiter
+both call it once they chose.
 :class:`DisruptionBudgets` answers "would evicting this pod violate a budget" from the PDB
 informer's objects, spending ``disruptionsAllowed`` as victims are picked.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inplace.api.selectors import LabelSelector, SelectorError
+from inplace.client import APIError, APINotFoundError, APITooManyRequestsError
 
 from .framework import PodInfo
+
+if TYPE_CHECKING:
+    from .actions import ClusterActions
+    from .cache import PodEntry
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Candidate",
     "DisruptionBudgets",
     "Victims",
+    "evict_victims",
     "pick_node",
     "select_victims",
 ]
@@ -168,3 +179,38 @@ class DisruptionBudgets:
             Candidate(p.key, p.priority, cpu, mem, scratch.spend(p), p.created)
             for p, cpu, mem in ordered
         ]
+
+
+async def evict_victims(
+    actions: ClusterActions,
+    preemptor: PodInfo,
+    node: str,
+    entries: Sequence[PodEntry],
+    violating: set[str],
+    why: str = "",
+) -> None:
+    """Evict the chosen victims through the Eviction API (so budgets are honoured), each with a
+    ``Preempted`` event. A victim chosen knowing it violates a budget (``violating``: no other
+    choice made room) is deleted when the eviction is refused, as upstream's preemption does. A
+    victim that could not be evicted is no longer counted as leaving (``entry.victim``)."""
+    for entry in entries:
+        victim = entry.info
+        try:
+            try:
+                await actions.evict(victim)
+            except APITooManyRequestsError:
+                if victim.key not in violating:
+                    raise
+                await actions.delete(victim)
+        except APINotFoundError:
+            pass
+        except (APIError, ConnectionError) as exc:
+            log.warning("preempting %s for %s failed: %s", victim.key, preemptor.key, exc)
+            entry.victim = False
+            continue
+        actions.event(
+            victim,
+            "Normal",
+            "Preempted",
+            f"Preempted by pod {preemptor.uid} on node {node}{why}",
+        )

@@ -36,8 +36,6 @@ from inplace.client import (
     PODS,
     STORAGECLASSES,
     APIError,
-    APINotFoundError,
-    APITooManyRequestsError,
     Client,
     Clock,
     Informer,
@@ -62,7 +60,7 @@ from .framework import (
 )
 from .metrics import SchedulerMetrics
 from .plugins import BIND_TIMEOUT_SECONDS, VolumeObjects, default_plugins
-from .preemption import DisruptionBudgets, Victims, pick_node, select_victims
+from .preemption import DisruptionBudgets, Victims, evict_victims, pick_node, select_victims
 from .queue import QueuedPod, SchedulingQueue
 
 __all__ = ["Scheduler", "SchedulerConfig"]
@@ -468,27 +466,7 @@ class Scheduler:
         with contextlib.suppress(APIError, ConnectionError):
             await self.actions.write_status(preemptor, fields={"nominatedNodeName": victims.node})
         violating = {v.key for v in victims.pods if v.violates_budget}
-        for entry in entries:
-            victim = entry.info
-            try:
-                try:
-                    await self.actions.evict(victim)
-                except APITooManyRequestsError:
-                    if victim.key not in violating:
-                        raise
-                    await self.actions.delete(victim)  # no budget-respecting choice existed
-            except APINotFoundError:
-                pass
-            except (APIError, ConnectionError) as exc:
-                log.warning("preempting %s for %s failed: %s", victim.key, preemptor.key, exc)
-                entry.victim = False
-                continue
-            self.actions.event(
-                victim,
-                "Normal",
-                "Preempted",
-                f"Preempted by pod {preemptor.uid} on node {victims.node}",
-            )
+        await evict_victims(self.actions, preemptor, victims.node, entries, violating)
 
     # -- running -----------------------------------------------------------------------------
 
