@@ -9,6 +9,7 @@ asyncio otherwise, with the same behaviour.
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -21,3 +22,13 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(main)
     return uvloop.run(main)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM: what every long-running process waits on to shut
+    down cleanly (call it inside the running loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return stop

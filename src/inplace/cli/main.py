@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from inplace import __version__
 from inplace.cli.paths import DataDir, default_data_dir
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,10 +315,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         config.extra["metrics_provider"] = NodeMetricsProvider(node_objects)
         await server.start()
         logging.getLogger("inplace.apiserver").info("serving on %s:%d", args.host, server.port)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         assert server.cache is not None
         stopped = asyncio.create_task(stop.wait())
         failed = asyncio.create_task(server.cache.failed.wait())

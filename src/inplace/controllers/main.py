@@ -16,12 +16,12 @@ import asyncio
 import contextlib
 import logging
 import re
-import signal
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from inplace.client import Client, ConfigError, ServiceAccountCredentials, load_config
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
 from .rescue.flags import add_rescue_arguments, rescue_options
@@ -154,10 +154,7 @@ async def run(args: argparse.Namespace) -> None:
         )
         manager = ControllerManager(client, specs, options=options, credentials=credentials)
         task = asyncio.create_task(manager.run())
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         stopper = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)

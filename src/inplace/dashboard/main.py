@@ -11,15 +11,14 @@ identity: what its resize button may do is what that user may do.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import secrets
-import signal
 import sys
 from pathlib import Path
 
 from inplace.client import Client, ConfigError, load_config
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 from .server import DashboardServer
 from .state import DashboardState
@@ -71,10 +70,7 @@ async def run(args: argparse.Namespace) -> None:
         try:
             await server.start()
             print(f"inplace dashboard: {server.url}", flush=True)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
+            stop = stop_on_signals()
             await stop.wait()
         finally:
             await server.stop()

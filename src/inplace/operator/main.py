@@ -28,7 +28,6 @@ import base64
 import contextlib
 import logging
 import os
-import signal
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -56,6 +55,7 @@ from inplace.controllers.manager import (
 from inplace.controllers.rescue.flags import add_rescue_arguments, rescue_options
 from inplace.logs import FORMATS, configure
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 from .certs import ensure_serving_cert, ensure_webhook_configuration
 from .webhook import WebhookServer
@@ -277,10 +277,7 @@ async def run(args: argparse.Namespace) -> int:
                 retry_period=args.retry_period,
             ),
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         leading = asyncio.create_task(elector.run(lead))
         stopping = asyncio.create_task(stop.wait())
         renewing = asyncio.create_task(renew())

@@ -12,10 +12,10 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 
 from inplace.client import Client, ConfigError, load_config
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 from .metrics import SchedulerMetrics, serve_metrics
 from .scheduler import Scheduler, SchedulerConfig
@@ -83,10 +83,7 @@ async def run(args: argparse.Namespace) -> None:
             else:
                 log.info("metrics on http://%s:%d/metrics", args.metrics_host, args.metrics_port)
         task = asyncio.create_task(scheduler.run())
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         stopper = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
