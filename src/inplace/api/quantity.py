@@ -52,6 +52,7 @@ __all__ = [
     "Quantity",
     "QuantityError",
     "parse_quantity",
+    "read_quantity",
     "serialize",
 ]
 
@@ -441,6 +442,20 @@ _ZERO: Final = Quantity(0, Format.DECIMAL_SI)
 def parse_quantity(text: str | int | float) -> Quantity:
     """Alias of :meth:`Quantity.parse`."""
     return Quantity.parse(text)
+
+
+def read_quantity(raw: Any, *, milli: bool = False) -> int | None:
+    """A quantity field of an object another component wrote, read leniently: its value
+    (``milli``: in thousandths, for CPU), or None when the field is absent or not a quantity.
+    The one rule for readers (the scheduler's cache, the node agent, the dashboard, the
+    replay) that must not fail on one bad field; the API server rejects such fields on write."""
+    if raw is None:
+        return None
+    try:
+        q = Quantity.from_json(raw)
+    except (QuantityError, TypeError, ValueError):
+        return None
+    return q.milli_value() if milli else q.value()
 
 
 _MAX_INT64_FACTORS: Final = 18

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.quantity import read_quantity
 
 from .framework import PodInfo
 
@@ -85,13 +85,7 @@ class PodEntry:
 
 
 def _quantity(raw: Any, milli: bool) -> int:
-    if raw is None:
-        return 0
-    try:
-        q = Quantity.from_json(raw)
-    except QuantityError:
-        return 0
-    return q.milli_value() if milli else q.value()
+    return read_quantity(raw, milli=milli) or 0
 
 
 def _node_resources(node: Mapping[str, Any]) -> tuple[int, int, int]:
