@@ -25,8 +25,9 @@ import numpy.typing as npt
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import container_limits, container_requests
 
-from .history import SIZE_FIELDS, VPA_FIELDS, FloatArray, Marker, PodHistory
+from .history import SIZE_FIELDS, VPA_FIELDS, ContainerHistory, FloatArray, Marker, PodHistory
 from .model import (
+    ContainerSummary,
     Owner,
     PodSummary,
     byte_count,
@@ -268,110 +269,17 @@ def pod_detail(
     for ``cpu`` and ``memory``, ``usage`` (null where no sample), ``request``, ``limit``,
     ``allocated`` and the VPA's ``lower``, ``target``, ``upper`` (null where unset)."""
     start = now - window
-    containers: list[dict[str, Any]] = []
-    for c in summary.containers:
-        ch = history.containers.get(c.name) if history is not None else None
-        if ch is not None:
-            times, cpu, memory = ch.usage.since(start)
-            changes = ch.sizes.change_times(start) + ch.recommendation.change_times(start)
-            if ch.sizes.starts_before(start) or ch.recommendation.starts_before(start):
-                changes.append(start)  # a size in force since before the window
-        else:
-            times, cpu, memory = np.empty(0), np.empty(0), np.empty(0)
-            changes = []
-        axis = np.unique(np.concatenate([times, np.array([*changes, now], dtype=float)]))
-        # a node whose clock runs ahead may date its samples after our "now": keep them
-        axis = axis[(axis >= start) & (axis <= max(now, float(times[-1]) if len(times) else now))]
-        usage_at = np.searchsorted(times, axis)
-        hit = (usage_at < len(times)) & (
-            times[np.minimum(usage_at, max(len(times) - 1, 0))] == axis
-            if len(times)
-            else np.zeros(len(axis), dtype=bool)
+    containers = [
+        _container_detail(
+            c,
+            history.containers.get(c.name) if history is not None else None,
+            start=start,
+            now=now,
+            with_vpa=vpa is not None,
         )
-        cpu_usage = np.full(len(axis), np.nan)
-        memory_usage = np.full(len(axis), np.nan)
-        cpu_usage[hit] = cpu[usage_at[hit]]
-        memory_usage[hit] = memory[usage_at[hit]]
-        sizes = (
-            ch.sizes.at(axis) if ch is not None else np.full((len(SIZE_FIELDS), len(axis)), np.nan)
-        )
-        rec = (
-            ch.recommendation.at(axis)
-            if ch is not None and vpa is not None
-            else np.full((len(VPA_FIELDS), len(axis)), np.nan)
-        )
-        last = ch.usage.last() if ch is not None else None
-        latest_rec = ch.recommendation.last() if ch is not None and vpa is not None else None
-        containers.append(
-            {
-                "name": c.name,
-                "state": c.state,
-                "restarts": c.restarts,
-                "spec": c.spec,
-                "current": {
-                    "cpu": {
-                        "request": _num(c.request_cpu),
-                        "limit": _num(c.limit_cpu),
-                        "allocated": _num(c.allocated_cpu),
-                        "actualRequest": _num(c.actual[0]) if c.actual else None,
-                        "actualLimit": _num(c.actual[1]) if c.actual else None,
-                        "usage": _num(last[1]) if last else None,
-                        "target": _num(latest_rec[1]) if latest_rec else None,
-                        "lower": _num(latest_rec[0]) if latest_rec else None,
-                        "upper": _num(latest_rec[2]) if latest_rec else None,
-                    },
-                    "memory": {
-                        "request": _num(c.request_memory),
-                        "limit": _num(c.limit_memory),
-                        "allocated": _num(c.allocated_memory),
-                        "actualRequest": _num(c.actual[2]) if c.actual else None,
-                        "actualLimit": _num(c.actual[3]) if c.actual else None,
-                        "usage": _num(last[2]) if last else None,
-                        "target": _num(latest_rec[4]) if latest_rec else None,
-                        "lower": _num(latest_rec[3]) if latest_rec else None,
-                        "upper": _num(latest_rec[5]) if latest_rec else None,
-                    },
-                },
-                "t": [round(float(t), 3) for t in axis],
-                "cpu": {
-                    "usage": _list(cpu_usage),
-                    "request": _list(sizes[0]),
-                    "limit": _list(sizes[1]),
-                    "allocated": _list(sizes[2]),
-                    "lower": _list(rec[0]),
-                    "target": _list(rec[1]),
-                    "upper": _list(rec[2]),
-                },
-                "memory": {
-                    "usage": _list(memory_usage),
-                    "request": _list(sizes[3]),
-                    "limit": _list(sizes[4]),
-                    "allocated": _list(sizes[5]),
-                    "lower": _list(rec[3]),
-                    "target": _list(rec[4]),
-                    "upper": _list(rec[5]),
-                },
-            }
-        )
-    markers = []
-    pauses: list[list[float | None]] = []
-    if history is not None:
-        markers = [
-            {
-                "at": m.at,
-                "kind": m.kind,
-                "reason": m.reason,
-                "message": m.message,
-                "container": m.container,
-            }
-            for m in history.markers
-            if m.at >= start
-        ]
-        pauses = [
-            [max(p[0] or start, start), p[1]]
-            for p in history.pauses
-            if p[1] is None or p[1] >= start
-        ]
+        for c in summary.containers
+    ]
+    markers, pauses = _markers(history, start)
     return {
         "key": summary.key,
         "namespace": summary.namespace,
@@ -398,6 +306,134 @@ def pod_detail(
         "markers": markers,
         "pauses": pauses,
     }
+
+
+def _container_detail(
+    c: ContainerSummary,
+    ch: ContainerHistory | None,
+    *,
+    start: float,
+    now: float,
+    with_vpa: bool,
+) -> dict[str, Any]:
+    """One container of the pod page: its figures now and its series on one time axis."""
+    axis, cpu_usage, memory_usage = _usage_on_axis(ch, start, now)
+    sizes = ch.sizes.at(axis) if ch is not None else np.full((len(SIZE_FIELDS), len(axis)), np.nan)
+    rec = (
+        ch.recommendation.at(axis)
+        if ch is not None and with_vpa
+        else np.full((len(VPA_FIELDS), len(axis)), np.nan)
+    )
+    return {
+        "name": c.name,
+        "state": c.state,
+        "restarts": c.restarts,
+        "spec": c.spec,
+        "current": _current(c, ch, with_vpa),
+        "t": [round(float(t), 3) for t in axis],
+        "cpu": {
+            "usage": _list(cpu_usage),
+            "request": _list(sizes[0]),
+            "limit": _list(sizes[1]),
+            "allocated": _list(sizes[2]),
+            "lower": _list(rec[0]),
+            "target": _list(rec[1]),
+            "upper": _list(rec[2]),
+        },
+        "memory": {
+            "usage": _list(memory_usage),
+            "request": _list(sizes[3]),
+            "limit": _list(sizes[4]),
+            "allocated": _list(sizes[5]),
+            "lower": _list(rec[3]),
+            "target": _list(rec[4]),
+            "upper": _list(rec[5]),
+        },
+    }
+
+
+def _usage_on_axis(
+    ch: ContainerHistory | None, start: float, now: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The time axis of a container's charts (every usage sample and every size or
+    recommendation change in the window, and ``now``) with its CPU and memory usage on it
+    (NaN where no sample was taken at that time)."""
+    if ch is not None:
+        times, cpu, memory = ch.usage.since(start)
+        changes = ch.sizes.change_times(start) + ch.recommendation.change_times(start)
+        if ch.sizes.starts_before(start) or ch.recommendation.starts_before(start):
+            changes.append(start)  # a size in force since before the window
+    else:
+        times, cpu, memory = np.empty(0), np.empty(0), np.empty(0)
+        changes = []
+    axis = np.unique(np.concatenate([times, np.array([*changes, now], dtype=float)]))
+    # a node whose clock runs ahead may date its samples after our "now": keep them
+    axis = axis[(axis >= start) & (axis <= max(now, float(times[-1]) if len(times) else now))]
+    usage_at = np.searchsorted(times, axis)
+    hit = (usage_at < len(times)) & (
+        times[np.minimum(usage_at, max(len(times) - 1, 0))] == axis
+        if len(times)
+        else np.zeros(len(axis), dtype=bool)
+    )
+    cpu_usage = np.full(len(axis), np.nan)
+    memory_usage = np.full(len(axis), np.nan)
+    cpu_usage[hit] = cpu[usage_at[hit]]
+    memory_usage[hit] = memory[usage_at[hit]]
+    return axis, cpu_usage, memory_usage
+
+
+def _current(c: ContainerSummary, ch: ContainerHistory | None, with_vpa: bool) -> dict[str, Any]:
+    """A container's figures now: spec, allocated, actual (the cgroup), the last usage sample
+    and the VPA's latest recommendation."""
+    last = ch.usage.last() if ch is not None else None
+    rec = ch.recommendation.last() if ch is not None and with_vpa else None
+    return {
+        "cpu": {
+            "request": _num(c.request_cpu),
+            "limit": _num(c.limit_cpu),
+            "allocated": _num(c.allocated_cpu),
+            "actualRequest": _num(c.actual[0]) if c.actual else None,
+            "actualLimit": _num(c.actual[1]) if c.actual else None,
+            "usage": _num(last[1]) if last else None,
+            "target": _num(rec[1]) if rec else None,
+            "lower": _num(rec[0]) if rec else None,
+            "upper": _num(rec[2]) if rec else None,
+        },
+        "memory": {
+            "request": _num(c.request_memory),
+            "limit": _num(c.limit_memory),
+            "allocated": _num(c.allocated_memory),
+            "actualRequest": _num(c.actual[2]) if c.actual else None,
+            "actualLimit": _num(c.actual[3]) if c.actual else None,
+            "usage": _num(last[2]) if last else None,
+            "target": _num(rec[4]) if rec else None,
+            "lower": _num(rec[3]) if rec else None,
+            "upper": _num(rec[5]) if rec else None,
+        },
+    }
+
+
+def _markers(
+    history: PodHistory | None, start: float
+) -> tuple[list[dict[str, Any]], list[list[float | None]]]:
+    """The events (resizes, pauses, OOM kills) and pause intervals inside the window."""
+    if history is None:
+        return [], []
+    markers = [
+        {
+            "at": m.at,
+            "kind": m.kind,
+            "reason": m.reason,
+            "message": m.message,
+            "container": m.container,
+        }
+        for m in history.markers
+        if m.at >= start
+    ]
+    pauses: list[list[float | None]] = [
+        [max(p[0] or start, start), p[1]] for p in history.pauses if p[1] is None or p[1] >= start
+    ]
+    return markers, pauses
 
 
 def _list(values: FloatArray) -> list[float | None]:
