@@ -3,7 +3,6 @@ the controllers under RBAC with ``--use-service-account-credentials``."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 from typing import Any
@@ -20,7 +19,6 @@ from inplace.client import (
     ClusterConfig,
     ServiceAccountCredentials,
 )
-from inplace.controllers.main import parse_duration
 from inplace.controllers.manager import (
     CONTROLLERS,
     ControllerManager,
@@ -53,20 +51,6 @@ def test_aliases_and_the_workload_resize_controller_alone() -> None:
 def test_an_unknown_controller_is_refused_naming_it() -> None:
     with pytest.raises(ControllerSelectionError, match='unknown controller "nope"'):
         select_controllers("*,nope")
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("40s", 40.0), ("1m30s", 90.0), ("500ms", 0.5), ("12", 12.0), ("2h", 7200.0)],
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "s", "10x", "1m30"])
-def test_a_bad_duration_is_an_argument_error(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_duration(text)
 
 
 async def test_with_service_account_credentials_each_controller_holds_only_its_role(

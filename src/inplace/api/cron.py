@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+from inplace.api.timestamps import parse_go_duration_ns
+
 __all__ = [
     "ConstantDelaySchedule",
     "Schedule",
@@ -417,94 +419,12 @@ def _all_bits(bounds: Bounds) -> int:
     return bits | STAR_BIT
 
 
-_DURATION_UNITS = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,  # micro sign
-    "\u03bcs": 1_000,  # Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-}
-
-
 def parse_duration(text: str) -> int:
-    """Go's ``time.ParseDuration``, in nanoseconds, with its error messages."""
-    original = text
-    negative = False
-
-    def invalid(message: str = "invalid duration") -> ScheduleError:
-        return ScheduleError(f"time: {message} {_go_time_quote(original)}")
-
-    if text[:1] in ("-", "+"):
-        negative = text[0] == "-"
-        text = text[1:]
-    if text == "0":
-        return 0
-    if not text:
-        raise invalid()
-    total = 0
-    limit = 1 << 63
-    while text:
-        if not (text[0] == "." or "0" <= text[0] <= "9"):
-            raise invalid()
-        index = 0
-        whole = 0
-        while index < len(text) and "0" <= text[index] <= "9":
-            if whole > limit // 10:
-                raise invalid()
-            whole = whole * 10 + ord(text[index]) - ord("0")
-            if whole > limit:
-                raise invalid()
-            index += 1
-        had_whole = index > 0
-        text = text[index:]
-        fraction, scale, had_fraction = 0, 1.0, False
-        if text[:1] == ".":
-            text = text[1:]
-            index = 0
-            overflow = False
-            while index < len(text) and "0" <= text[index] <= "9":
-                if not overflow:
-                    if fraction > (limit - 1) // 10:
-                        overflow = True
-                    else:
-                        candidate = fraction * 10 + ord(text[index]) - ord("0")
-                        if candidate > limit:
-                            overflow = True
-                        else:
-                            fraction = candidate
-                            scale *= 10
-                index += 1
-            had_fraction = index > 0
-            text = text[index:]
-        if not had_whole and not had_fraction:
-            raise invalid()
-        index = 0
-        while index < len(text) and not (text[index] == "." or "0" <= text[index] <= "9"):
-            index += 1
-        if index == 0:
-            raise invalid("missing unit in duration")
-        unit_text, text = text[:index], text[index:]
-        unit = _DURATION_UNITS.get(unit_text)
-        if unit is None:
-            raise invalid(f"unknown unit {_go_time_quote(unit_text)} in duration")
-        if whole > limit // unit:
-            raise invalid()
-        value = whole * unit
-        if fraction > 0:
-            value += int(float(fraction) * (float(unit) / scale))
-            if value > limit:
-                raise invalid()
-        total += value
-        if total > limit:
-            raise invalid()
-    if negative:
-        return -total
-    if total > limit - 1:
-        raise invalid()
-    return total
+    """Go's ``time.ParseDuration``, in nanoseconds, with its error messages (``@every``)."""
+    try:
+        return parse_go_duration_ns(text)
+    except ValueError as exc:
+        raise ScheduleError(str(exc)) from None
 
 
 def go_date(
@@ -580,20 +500,6 @@ def _go_trim_space(text: str) -> str:
     while end > start and _go_is_space(text[end - 1]):
         end -= 1
     return text[start:end]
-
-
-def _go_time_quote(text: str) -> str:
-    """The time package's ``quote``: non-ASCII and control bytes as ``\\xNN``."""
-    out = ['"']
-    for c in text:
-        if ord(c) >= 0x80 or c < " ":
-            out.extend(f"\\x{byte:02x}" for byte in c.encode("utf-8", "surrogatepass"))
-        else:
-            if c in '"\\':
-                out.append("\\")
-            out.append(c)
-    out.append('"')
-    return "".join(out)
 
 
 _STRCONV_ESCAPES = {

@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from inplace.api import admissionregistration as webhook_defaults
 from inplace.api import defaults, lifecycle, selectors, services, tables
 from inplace.api.strategy import Strategy, SubresourceUpdate
+from inplace.api.tables import admissionregistration as webhook_tables
 from inplace.api.validation import (
+    admissionregistration,
     apps,
     autoscaling,
     batch,
@@ -562,6 +565,38 @@ KINDS: tuple[Kind, ...] = (
             validate_update=rbac.validate_role_binding_update,
             table=tables.ROLE_BINDING_TABLE,
             bumps_generation=False,
+        ),
+    ),
+    Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+        categories=("api-extensions",),
+        model="V1MutatingWebhookConfiguration",
+        strategy=Strategy(
+            defaults=webhook_defaults.default_mutating_webhook_configuration,
+            finish_update=webhook_defaults.bump_generation_on_webhook_change,
+            validate=admissionregistration.validate_mutating_webhook_configuration,
+            validate_update=admissionregistration.validate_mutating_webhook_configuration_update,
+            table=webhook_tables.MUTATING_WEBHOOK_CONFIGURATION_TABLE,
+        ),
+    ),
+    Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+        categories=("api-extensions",),
+        model="V1ValidatingWebhookConfiguration",
+        strategy=Strategy(
+            defaults=webhook_defaults.default_validating_webhook_configuration,
+            finish_update=webhook_defaults.bump_generation_on_webhook_change,
+            validate=admissionregistration.validate_validating_webhook_configuration,
+            validate_update=admissionregistration.validate_validating_webhook_configuration_update,
+            table=webhook_tables.VALIDATING_WEBHOOK_CONFIGURATION_TABLE,
         ),
     ),
     Kind(

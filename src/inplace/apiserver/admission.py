@@ -1,4 +1,4 @@
-"""Validating admission: checks that see the whole object a write would store, and who asks.
+"""Admission: checks that see the whole object a write would store, and who asks.
 
 Upstream runs validating admission plugins after a write's object is defaulted and validated
 and before it is stored; each may refuse the write (a ``StatusError``, usually 403) or return
@@ -7,7 +7,10 @@ calls every plugin it is given on creates and updates (patches see the patched o
 on deletes; writes the API server makes for itself carry no user.
 
 The plugins: RBAC's escalation check (:mod:`inplace.apiserver.authz.escalation`) and Pod
-Security Admission (:mod:`inplace.apiserver.podsecurity`).
+Security Admission (:mod:`inplace.apiserver.podsecurity`). Admission webhooks
+(:mod:`inplace.apiserver.webhooks`) see the same request, on deletes too, and are awaited:
+REST calls the mutating ones after the kind's own admission and before its validation, the
+validating ones after these plugins.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ __all__ = ["AdmissionRequest", "ValidatingAdmission"]
 class AdmissionRequest:
     """One write as admission sees it (upstream ``admission.Attributes``)."""
 
-    operation: Literal["CREATE", "UPDATE"]
+    operation: Literal["CREATE", "UPDATE", "DELETE"]
     kind: Kind
     namespace: str | None
     name: str
@@ -36,6 +39,9 @@ class AdmissionRequest:
     #: None for the API server's own writes (bootstrap, aggregation): always admitted.
     user: User | None
     dry_run: bool = False
+    #: The request's ``CreateOptions``/``UpdateOptions``/``PatchOptions``/``DeleteOptions``,
+    #: as an AdmissionReview carries them.
+    options: Mapping[str, Any] | None = None
 
 
 class ValidatingAdmission(Protocol):

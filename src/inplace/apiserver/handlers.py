@@ -251,7 +251,7 @@ class Resources:
             assert info.name is not None
             options = delete_options(body, query)
             obj = await self.rest.delete(
-                info.kind, info.namespace, info.name, options, dry_run=dry_run
+                info.kind, info.namespace, info.name, options, dry_run=dry_run, user=request[USER]
             )
             return json_response(obj)
         if info.verb == "deletecollection":

@@ -47,6 +47,7 @@ from inplace.apiserver.errors import (
     unsupported_media_type,
 )
 from inplace.apiserver.fieldvalidation import validate_fields
+from inplace.apiserver.webhooks import WebhookAdmission
 from inplace.apiserver.writes import (
     RETRY_SECONDS,
     SERVER_MANAGER,
@@ -105,6 +106,8 @@ class REST:
         self.clock = clock
         #: Validating admission plugins, run on every create and update.
         self.admission: list[ValidatingAdmission] = list(admission)
+        #: Admission webhooks (mutating and validating), when the server runs them.
+        self.webhooks: WebhookAdmission | None = None
         self._namespaces = registry.by_kind("", "Namespace")
         self._objects = _CachedObjects(cache, registry)
         self._allocation_lock = asyncio.Lock()
@@ -181,11 +184,10 @@ class REST:
         else:
             api_defaults.apply_defaults(kind, obj)
             canonicalize(kind, obj)
-        self._prepare_for_create(kind, obj)
-        async with self._allocating(kind):
-            self._allocate(kind, obj, None)
-            self._validate(lambda: validation.validate_create(kind, obj))
-            warnings += self._admit(
+        self._admit_create(kind, obj)
+        options = _options("CreateOptions", manager)
+        warnings += await self._mutate(
+            AdmissionRequest(
                 "CREATE",
                 kind,
                 namespace,
@@ -195,6 +197,27 @@ class REST:
                 None,
                 user,
                 dry_run,
+                options,
+            )
+        )
+        meta = obj["metadata"]
+        if kind.namespaced:
+            meta["namespace"] = namespace
+        self._prepare_for_create(kind, obj)
+        async with self._allocating(kind):
+            self._allocate(kind, obj, None)
+            self._validate(lambda: validation.validate_create(kind, obj))
+            warnings += await self._admit(
+                "CREATE",
+                kind,
+                namespace,
+                str(meta.get("name") or ""),
+                None,
+                obj,
+                None,
+                user,
+                dry_run,
+                options,
             )
             if dry_run:
                 return WriteResult(obj, created=True, warnings=warnings)
@@ -265,9 +288,8 @@ class REST:
                 details={"name": namespace, "kind": "namespaces"},
             )
 
-    def _prepare_for_create(self, kind: Kind, obj: dict[str, Any]) -> None:
-        """The kind's admission (it may consult other objects), then what its strategy sets
-        on every new object whatever the request said."""
+    def _admit_create(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """The kind's own (built-in) mutating admission; it may consult other objects."""
         strategy = kind.strategy
         if strategy.admit is not None:
             try:
@@ -276,8 +298,25 @@ class REST:
                 raise StatusError(exc.code, exc.message) from exc
             except validation.ValidationError as exc:
                 raise StatusError(422, exc.message(), body=exc.status()) from exc
-        if strategy.prepare_for_create is not None:
-            strategy.prepare_for_create(obj)
+
+    @staticmethod
+    def _prepare_for_create(kind: Kind, obj: dict[str, Any]) -> None:
+        """What the kind's strategy sets on every new object whatever the request said."""
+        if kind.strategy.prepare_for_create is not None:
+            kind.strategy.prepare_for_create(obj)
+
+    async def _mutate(self, request: AdmissionRequest) -> tuple[str, ...]:
+        """The mutating webhooks; an object they patched is defaulted and made canonical
+        again, as upstream decodes a patched object."""
+        if self.webhooks is None:
+            return ()
+        changed, warnings = await self.webhooks.mutate(request)
+        if changed:
+            assert isinstance(request.obj, dict)
+            request.obj.setdefault("metadata", {})
+            api_defaults.apply_defaults(request.kind, request.obj, on_create=False)
+            canonicalize(request.kind, request.obj)
+        return warnings
 
     # -- update -------------------------------------------------------------------------------
 
@@ -463,11 +502,25 @@ class REST:
                 admit_update(new, old, self._objects)
             except Rejected as exc:
                 raise StatusError(exc.code, exc.message) from exc
+        mutated_warnings = await self._mutate(
+            AdmissionRequest(
+                "UPDATE",
+                kind,
+                namespace,
+                name,
+                admitted_as or subresource,
+                new,
+                old,
+                user,
+                dry_run,
+                _options("UpdateOptions", manager),
+            )
+        )
         allocating = subresource is None and kind.strategy.allocate is not None
         async with self._allocating(kind) if allocating else contextlib.nullcontext():
             if allocating:
                 self._allocate(kind, new, old)
-            return await self._store_update(
+            result = await self._store_update(
                 kind,
                 namespace,
                 name,
@@ -477,7 +530,10 @@ class REST:
                 dry_run=dry_run,
                 user=user,
                 admitted_as=admitted_as,
+                options=_options("UpdateOptions", manager),
             )
+        result.warnings = mutated_warnings + result.warnings
+        return result
 
     async def _store_update(
         self,
@@ -491,6 +547,7 @@ class REST:
         dry_run: bool,
         user: User | None,
         admitted_as: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> WriteResult:
         """Validate the update and compare-and-swap it in (or, with no finalizer left on a
         deleted object, complete the deletion)."""
@@ -499,8 +556,17 @@ class REST:
         self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
         if new == old or _same_but_version(new, old):
             return WriteResult(old)
-        warnings = self._admit(
-            "UPDATE", kind, namespace, name, admitted_as or subresource, new, old, user, dry_run
+        warnings = await self._admit(
+            "UPDATE",
+            kind,
+            namespace,
+            name,
+            admitted_as or subresource,
+            new,
+            old,
+            user,
+            dry_run,
+            options,
         )
         if dry_run:
             # As upstream's dry run: what would be written, at the version it was read at
@@ -527,7 +593,7 @@ class REST:
             raise not_found(kind.plural, kind.group, name) from None
         return WriteResult(written.value, warnings=warnings)
 
-    def _admit(
+    async def _admit(
         self,
         operation: Literal["CREATE", "UPDATE"],
         kind: Kind,
@@ -538,16 +604,20 @@ class REST:
         old: Mapping[str, Any] | None,
         user: User | None,
         dry_run: bool,
+        options: Mapping[str, Any] | None = None,
     ) -> tuple[str, ...]:
-        """Run the validating admission plugins on the object about to be stored."""
-        if not self.admission:
+        """Run the validating admission plugins, then the validating webhooks, on the object
+        about to be stored."""
+        if not self.admission and self.webhooks is None:
             return ()
         request = AdmissionRequest(
-            operation, kind, namespace, name, subresource, obj, old, user, dry_run
+            operation, kind, namespace, name, subresource, obj, old, user, dry_run, options
         )
         warnings: list[str] = []
         for plugin in self.admission:
             warnings.extend(plugin.validate(request))
+        if self.webhooks is not None:
+            warnings.extend(await self.webhooks.validate(request))
         return tuple(warnings)
 
     def _prepare_for_update(
@@ -586,13 +656,16 @@ class REST:
         options: dict[str, Any],
         *,
         dry_run: bool = False,
+        user: User | None = None,
     ) -> dict[str, Any]:
         """Delete, or start a graceful deletion; a concurrent writer that wins the
         compare-and-swap makes it re-read and try again, as upstream's GuaranteedUpdate does
         (a resourceVersion precondition is the caller asking for the 409 instead)."""
         for _ in until(RETRY_SECONDS):
             try:
-                return await self._delete_once(kind, namespace, name, options, dry_run=dry_run)
+                return await self._delete_once(
+                    kind, namespace, name, options, dry_run=dry_run, user=user
+                )
             except _Raced:
                 if (options.get("preconditions") or {}).get("resourceVersion"):
                     break
@@ -606,6 +679,7 @@ class REST:
         options: dict[str, Any],
         *,
         dry_run: bool,
+        user: User | None = None,
     ) -> dict[str, Any]:
         entry = await self.get_entry(kind, namespace, name)
         obj = entry.value
@@ -623,6 +697,21 @@ class REST:
             finalizers.append("orphan")
         elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
+        if self.webhooks is not None and user is not None:
+            request = AdmissionRequest(
+                "DELETE",
+                kind,
+                namespace,
+                name,
+                None,
+                {},
+                obj,
+                user,
+                dry_run,
+                {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options},
+            )
+            await self.webhooks.mutate(request)
+            await self.webhooks.validate(request)
         if dry_run:
             return obj
         if kind is self._namespaces:
@@ -735,6 +824,14 @@ class REST:
             check()
         except validation.ValidationError as exc:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
+
+
+def _options(kind: str, manager: str) -> dict[str, Any]:
+    """The options an AdmissionReview carries for a write (its field manager, if a client's)."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if manager != SERVER_MANAGER:
+        options["fieldManager"] = manager
+    return options
 
 
 def _names_resource_version(patch: Any) -> bool:

@@ -52,6 +52,7 @@ from inplace.apiserver.serviceaccounts.rootca import RootCAPublisher
 from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
+from inplace.apiserver.webhooks import WebhookAdmission
 from inplace.store import Store
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class APIServer:
         self.authz = Authorizers(self.cache, self.registry)
         self.rest.admission.append(EscalationCheck(self.authz))
         self.rest.admission.append(PodSecurity(self.config.pod_security, self.cache, self.registry))
+        self.rest.webhooks = WebhookAdmission(self.cache, self.registry)
         key_path = self.config.service_account_key or self.config.data_dir / "sa.key"
         self.tokens = ServiceAccountTokens(
             await asyncio.to_thread(ensure_signing_key, key_path), self.cache, self.registry
@@ -201,6 +203,8 @@ class APIServer:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.rest is not None and self.rest.webhooks is not None:
+            await self.rest.webhooks.close()
         if self.cache is not None:
             await self.cache.stop()
         if self._runner is not None:

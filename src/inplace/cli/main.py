@@ -11,6 +11,7 @@ from typing import Any
 
 from inplace import __version__
 from inplace.cli.paths import DataDir, default_data_dir
+from inplace.flags import duration
 from inplace.loop import run as run_event_loop
 from inplace.loop import stop_on_signals
 
@@ -50,18 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="simulated nodes (no processes; usage from the inplace.dev/usage-profile annotation)",
     )
-    from inplace.controllers.main import parse_duration
-
     up.add_argument(
         "--node-monitor-grace-period",
-        type=parse_duration,
+        type=duration,
         default=40.0,
         help="how long a node agent may stay silent before its node is marked Unknown and "
         "its pods are evicted after their tolerationSeconds (default: 40s)",
     )
     up.add_argument(
         "--vpa-checkpoint-interval",
-        type=parse_duration,
+        type=duration,
         default=60.0,
         help="how often the VPA recommender saves its history as "
         "VerticalPodAutoscalerCheckpoints (default: 60s)",

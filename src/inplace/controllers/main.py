@@ -15,41 +15,20 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import re
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from inplace.client import Client, ConfigError, ServiceAccountCredentials, load_config
+from inplace.flags import duration
 from inplace.loop import run as run_event_loop
 from inplace.loop import stop_on_signals
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
 from .rescue.flags import add_rescue_arguments, rescue_options
 
-__all__ = ["build_parser", "main", "parse_duration"]
+__all__ = ["build_parser", "main"]
 
 log = logging.getLogger("inplace.controllers")
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration (``40s``, ``1m30s``, ``500ms``) or plain seconds, as seconds."""
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 40s, 1m30s)")
-    return total
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -65,13 +44,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument(
         "--node-monitor-grace-period",
-        type=parse_duration,
+        type=duration,
         default=40.0,
         help="how long a node's Lease may go unrenewed before it is marked Unknown (40s)",
     )
     parser.add_argument(
         "--node-monitor-period",
-        type=parse_duration,
+        type=duration,
         default=5.0,
         help="how often node health is checked (5s)",
     )
@@ -84,7 +63,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument(
         "--resize-replace-after",
-        type=parse_duration,
+        type=duration,
         default=30.0,
         help="how long an InPlacePreferred pod's resize may wait (Deferred/Infeasible) before "
         "the pod is replaced at the new size (30s)",
@@ -104,7 +83,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0: off)")
     parser.add_argument("--metrics-host", default="127.0.0.1")
-    add_rescue_arguments(parser, parse_duration)
+    add_rescue_arguments(parser, duration)
     parser.add_argument(
         "--vpa-variant",
         default="inplace",
@@ -116,9 +95,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         ("checkpoint-interval", "60s", "between writes of VerticalPodAutoscalerCheckpoints"),
         ("metrics-interval", "5s", "between reads of the pods' usage (metrics.k8s.io)"),
     ):
-        parser.add_argument(
-            f"--vpa-{flag}", type=parse_duration, default=parse_duration(default), help=what
-        )
+        parser.add_argument(f"--vpa-{flag}", type=duration, default=duration(default), help=what)
     parser.add_argument("--log-level", default="INFO")
     return parser
 

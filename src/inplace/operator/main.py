@@ -46,13 +46,13 @@ from inplace.client import (
     load_config,
 )
 from inplace.client.leaderelection import LeaderElectionConfig, LeaderElector
-from inplace.controllers.main import parse_duration
 from inplace.controllers.manager import (
     ControllerManager,
     ControllerSelectionError,
     select_controllers,
 )
 from inplace.controllers.rescue.flags import add_rescue_arguments, rescue_options
+from inplace.flags import duration
 from inplace.logs import FORMATS, configure
 from inplace.loop import run as run_event_loop
 from inplace.loop import stop_on_signals
@@ -83,9 +83,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="this replica's name in the Lease ($POD_NAME, else the host name)",
     )
     parser.add_argument("--lease-name", default="inplace-operator")
-    parser.add_argument("--lease-duration", type=parse_duration, default=15.0)
-    parser.add_argument("--renew-deadline", type=parse_duration, default=10.0)
-    parser.add_argument("--retry-period", type=parse_duration, default=2.0)
+    parser.add_argument("--lease-duration", type=duration, default=15.0)
+    parser.add_argument("--renew-deadline", type=duration, default=10.0)
+    parser.add_argument("--retry-period", type=duration, default=2.0)
     parser.add_argument("--webhook-host", default="0.0.0.0")
     parser.add_argument("--webhook-port", type=int, default=9443)
     where = parser.add_mutually_exclusive_group(required=True)
@@ -125,14 +125,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument(
         "--resize-replace-after",
-        type=parse_duration,
+        type=duration,
         default=30.0,
         help="how long an InPlacePreferred pod's resize may wait before it is replaced (30s)",
     )
     parser.add_argument("--own-user", default="", help="its own user name (its writes pass)")
     parser.add_argument(
         "--cert-check-interval",
-        type=parse_duration,
+        type=duration,
         default=3600.0,
         help="how often the serving certificate's renewal is checked (1h)",
     )
@@ -142,7 +142,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument(
         "--log-format", choices=FORMATS, default="text", help="text, or json (one object a line)"
     )
-    add_rescue_arguments(parser, parse_duration)
+    add_rescue_arguments(parser, duration)
     return parser
 
 

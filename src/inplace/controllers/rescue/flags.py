@@ -16,7 +16,7 @@ __all__ = ["add_rescue_arguments", "rescue_options"]
 def add_rescue_arguments(
     parser: argparse.ArgumentParser, duration: Callable[[str], float] = float
 ) -> None:
-    """``duration`` parses a Go duration (the controller manager's ``parse_duration``)."""
+    """``duration`` parses a Go duration (``inplace.flags.duration``)."""
     group = parser.add_argument_group("rescue-controller")
     group.add_argument(
         "--rescue-margin",

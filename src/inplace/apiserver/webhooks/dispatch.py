@@ -1,0 +1,286 @@
+"""Calling the configured webhooks on a write, in upstream's order and with its rules.
+
+Upstream's ``MutatingAdmissionWebhook`` and ``ValidatingAdmissionWebhook`` plugins
+(``apiserver/pkg/admission/plugin/webhook/mutating`` and ``.../validating``): the
+configurations are read from the watch cache; mutating webhooks run one after the other
+(configurations by name, then their order), each seeing what the previous one patched, and a
+webhook with ``reinvocationPolicy: IfNeeded`` runs once more if a later one changed the object;
+validating webhooks run concurrently on the object about to be stored and the first refusal
+(in their order) wins. A call that fails (no endpoint, refused, timed out, a bad certificate,
+an answer that is not an AdmissionReview) is ignored under ``failurePolicy: Ignore`` and ends
+the request with a 500 under ``Fail``; nothing is stored in either case until every webhook
+has answered. A dry run is refused by a webhook whose ``sideEffects`` are not ``None`` or
+``NoneOnDryRun``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inplace.api.kinds import Kind, Registry
+from inplace.api.validation.admissionregistration import NO_SIDE_EFFECTS
+from inplace.apiserver.admission import AdmissionRequest
+from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.webhooks.client import WebhookClient
+from inplace.apiserver.webhooks.matching import (
+    ADMISSION_GROUP,
+    Resource,
+    is_exempt,
+    matched_resource,
+    namespace_labels_from_request,
+    selects_namespace,
+    selects_object,
+    sorted_hooks,
+)
+from inplace.apiserver.webhooks.review import (
+    CallFailed,
+    Verdict,
+    apply_patch,
+    as_version,
+    build_review,
+    denied,
+    dry_run_unsupported,
+    internal_error,
+    parse_response,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["WebhookAdmission"]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One webhook a request matched, and the resource version it is called at."""
+
+    configuration: str
+    hook: Mapping[str, Any]
+    matched: Resource
+
+    @property
+    def name(self) -> str:
+        return str(self.hook.get("name", ""))
+
+
+class _CacheObjects:
+    """Services, Endpoints and pods for the service resolver, from the watch cache."""
+
+    def __init__(self, cache: WatchCache, registry: Registry) -> None:
+        self._cache = cache
+        self._registry = registry
+
+    def get(
+        self, group: str, kind: str, name: str, namespace: str | None = None
+    ) -> Mapping[str, Any] | None:
+        served = self._registry.by_kind(group, kind)
+        if served is None:
+            return None
+        entry = self._cache.get(served, served.storage_key(name, namespace), namespace)
+        return entry.value if entry is not None else None
+
+    def list_in(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
+        served = self._registry.by_kind(group, kind)
+        return self._cache.iter_values(served, namespace) if served is not None else ()
+
+
+def _resource(kind: Kind) -> Resource:
+    return Resource(kind.group, kind.version, kind.plural, kind.kind, kind.namespaced)
+
+
+class WebhookAdmission:
+    """The mutating and validating webhook admission plugins of one API server."""
+
+    def __init__(self, cache: WatchCache, registry: Registry) -> None:
+        self._cache = cache
+        self._registry = registry
+        self._mutating = registry.by_kind(ADMISSION_GROUP, "MutatingWebhookConfiguration")
+        self._validating = registry.by_kind(ADMISSION_GROUP, "ValidatingWebhookConfiguration")
+        self._namespaces = registry.by_kind("", "Namespace")
+        self.client = WebhookClient(_CacheObjects(cache, registry))
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    # -- which webhooks ------------------------------------------------------------------------
+
+    def _configured(self, kind: Kind | None) -> list[tuple[str, Mapping[str, Any]]]:
+        if kind is None or not self._cache.count(kind):
+            return []
+        return sorted_hooks(self._cache.iter_values(kind))
+
+    def _namespace_of(self, request: AdmissionRequest) -> str:
+        """Upstream's ``attr.GetNamespace()``: a Namespace object's own name for a Namespace."""
+        if request.kind is self._namespaces:
+            return request.name
+        return request.namespace or ""
+
+    def _namespace_labels(self, request: AdmissionRequest, resource: Resource) -> dict[str, str]:
+        from_request = namespace_labels_from_request(
+            resource,
+            request.subresource or "",
+            request.operation,
+            request.obj if request.operation != "DELETE" else None,
+        )
+        if from_request is not None:
+            return from_request
+        namespace = self._namespace_of(request)
+        if not namespace or self._namespaces is None:
+            return {}
+        entry = self._cache.get(self._namespaces, self._namespaces.storage_key(namespace), None)
+        labels = (entry.value.get("metadata") or {}).get("labels") if entry else None
+        return dict(labels) if isinstance(labels, Mapping) else {}
+
+    def _calls(
+        self,
+        hooks: list[tuple[str, Mapping[str, Any]]],
+        request: AdmissionRequest,
+        obj: Mapping[str, Any] | None,
+    ) -> list[_Call]:
+        requested = _resource(request.kind)
+        if is_exempt(requested):
+            return []
+        equivalents = [
+            _resource(k)
+            for k in self._registry.kinds
+            if k.group == request.kind.group and k.plural == request.kind.plural
+        ]
+        namespace = self._namespace_of(request)
+        labels: dict[str, str] | None = None
+        calls = []
+        for configuration, hook in hooks:
+            matched = matched_resource(
+                hook,
+                request.operation,
+                requested,
+                request.subresource or "",
+                namespace,
+                equivalents,
+            )
+            if matched is None or not selects_object(hook, obj, request.old):
+                continue
+            if labels is None:
+                labels = self._namespace_labels(request, requested)
+            if selects_namespace(hook, requested, namespace, labels):
+                calls.append(_Call(configuration, hook, matched))
+        return calls
+
+    # -- calling one ---------------------------------------------------------------------------
+
+    async def _ask(
+        self,
+        call: _Call,
+        request: AdmissionRequest,
+        obj: Mapping[str, Any] | None,
+        *,
+        mutating: bool,
+    ) -> Verdict | None:
+        """The webhook's verdict, or None when it failed and its policy is ``Ignore``."""
+        hook = call.hook
+        if request.dry_run and hook.get("sideEffects") not in NO_SIDE_EFFECTS:
+            raise dry_run_unsupported(call.name)
+        uid = str(uuid.uuid4())
+        review = build_review(
+            uid,
+            operation=request.operation,
+            matched=call.matched,
+            requested=_resource(request.kind),
+            subresource=request.subresource or "",
+            name=request.name,
+            namespace=self._namespace_of(request) if request.kind.namespaced else "",
+            user=request.user,
+            obj=obj,
+            old=request.old,
+            dry_run=request.dry_run,
+            options=request.options,
+        )
+        timeout = int(hook.get("timeoutSeconds") or 10)
+        try:
+            body = await self.client.post(
+                call.name, hook.get("clientConfig") or {}, timeout, review
+            )
+            return parse_response(call.name, body, uid, mutating=mutating)
+        except CallFailed as exc:
+            if hook.get("failurePolicy") == "Ignore":
+                log.warning("failed calling webhook, failing open %s: %s", call.name, exc)
+                return None
+            log.warning("failed calling webhook, failing closed %s: %s", call.name, exc)
+            raise internal_error(str(exc)) from None
+
+    # -- the plugins ---------------------------------------------------------------------------
+
+    async def mutate(self, request: AdmissionRequest) -> tuple[bool, tuple[str, ...]]:
+        """Run the mutating webhooks; patches are applied to ``request.obj`` in place. Returns
+        whether the object changed, and the webhooks' warnings."""
+        if request.user is None:
+            return False, ()
+        hooks = self._configured(self._mutating)
+        if not hooks:
+            return False, ()
+        obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        warnings: list[str] = []
+        changed_any = False
+        invoked_reinvocable: list[str] = []
+        reinvoke: set[str] = set()
+        for round_ in (1, 2):
+            for call in self._calls(hooks, request, obj):
+                key = f"{call.configuration}/{call.name}"
+                if round_ == 2 and key not in reinvoke:
+                    continue
+                verdict = await self._ask(call, request, obj, mutating=True)
+                if verdict is None:
+                    continue
+                warnings.extend(verdict.warnings)
+                if not verdict.allowed:
+                    raise denied(call.name, verdict.result)
+                changed = False
+                if verdict.patch:
+                    sent = as_version(obj, call.matched)
+                    patched = apply_patch(call.name, sent, verdict.patch)
+                    patched["apiVersion"] = request.kind.api_version
+                    if obj is not None and patched != obj:
+                        assert isinstance(obj, dict)
+                        obj.clear()
+                        obj.update(patched)
+                        changed = changed_any = True
+                if changed and round_ == 1:
+                    reinvoke.update(invoked_reinvocable)
+                    invoked_reinvocable.clear()
+                if round_ == 1 and call.hook.get("reinvocationPolicy") == "IfNeeded":
+                    invoked_reinvocable.append(key)
+            if not reinvoke:
+                break
+        return changed_any, tuple(warnings)
+
+    async def validate(self, request: AdmissionRequest) -> tuple[str, ...]:
+        """Run the validating webhooks concurrently; the first refusal or failure (in their
+        order) is raised once all have answered. Returns their warnings."""
+        if request.user is None:
+            return ()
+        hooks = self._configured(self._validating)
+        if not hooks:
+            return ()
+        obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        calls = self._calls(hooks, request, obj)
+        if not calls:
+            return ()
+        outcomes = await asyncio.gather(
+            *(self._ask(call, request, obj, mutating=False) for call in calls),
+            return_exceptions=True,
+        )
+        warnings: list[str] = []
+        failure: BaseException | None = None
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                failure = failure or outcome
+            elif outcome is not None:
+                warnings.extend(outcome.warnings)
+                if not outcome.allowed:
+                    failure = failure or denied(call.name, outcome.result)
+        if failure is not None:
+            raise failure
+        return tuple(warnings)
