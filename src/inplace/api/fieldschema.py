@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from inplace.api import protobuf
 from inplace.api.kinds import Kind
-from inplace.api.schema import CRD_FILES, component_name, crd, is_crd
+from inplace.api.schema import component_name, crd_schema
 
 __all__ = ["DEDUCED", "Atom", "kind_atom", "named_atom", "zero_object"]
 
@@ -198,10 +198,7 @@ def kind_atom(kind: Kind) -> Atom:
 
 
 def _crd_schema(kind: Kind) -> Mapping[str, Any] | None:
-    if not is_crd(kind) or kind.kind not in CRD_FILES:
-        return None
-    schema: Mapping[str, Any] = crd(kind.kind)["openAPIV3Schema"]
-    return schema
+    return crd_schema(kind)
 
 
 def _crd_atom(node: Mapping[str, Any], *, root: bool = False) -> Atom:
@@ -229,6 +226,10 @@ def _crd_atom(node: Mapping[str, Any], *, root: bool = False) -> Atom:
                 atom.fields[name] = _crd_atom(child)
             if "default" in child:
                 atom.defaults[name] = child["default"]
+        if root:  # implicit in every custom resource, named in its schema or not
+            atom.fields["metadata"] = named_atom(_META)
+            atom.fields.setdefault("apiVersion", SCALAR)
+            atom.fields.setdefault("kind", SCALAR)
         additional = node.get("additionalProperties")
         if isinstance(additional, Mapping):
             atom.elem = _crd_atom(additional)

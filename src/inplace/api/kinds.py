@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from inplace.api import admissionregistration as webhook_defaults
 from inplace.api import defaults, lifecycle, selectors, services, tables
@@ -32,6 +33,9 @@ from inplace.api.validation import (
 )
 from inplace.api.validation import services as service_rules
 from inplace.api.validation import storage as storage_rules
+
+if TYPE_CHECKING:
+    from inplace.api.schema.custom import CustomResource
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,16 @@ class Kind:
     model: str | None = None
     #: What the server does with the kind's objects (not part of a kind's identity).
     strategy: Strategy = field(default_factory=Strategy, compare=False, repr=False)
+    #: A kind served from a CustomResourceDefinition: its version's schema, names, printer
+    #: columns and scale paths (`inplace.api.schema.custom`); None for every built-in kind.
+    crd: CustomResource | None = field(default=None, compare=False, repr=False)
+    #: Which definition the kind was made from (a CRD's uid and generation): part of its
+    #: identity, so what is cached per kind (schemas, field types) is rebuilt when it changes.
+    revision: str = ""
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.crd.singular if self.crd is not None else self.kind.lower()
 
     @property
     def api_version(self) -> str:
@@ -73,7 +83,7 @@ class Kind:
 
     @property
     def list_kind(self) -> str:
-        return f"{self.kind}List"
+        return self.crd.list_kind if self.crd is not None else f"{self.kind}List"
 
     @property
     def group_version(self) -> tuple[str, str]:
@@ -689,13 +699,50 @@ KINDS: tuple[Kind, ...] = (
 
 
 class Registry:
-    """Look-ups over a set of kinds by (group, version, plural), by kind name, or by short name."""
+    """Look-ups over a set of kinds by (group, version, plural), by kind name, by short name, or
+    by storage prefix.
+
+    The set changes at run time (a CustomResourceDefinition adds and removes kinds): `add` and
+    `remove` rebuild the indexes, so look-ups stay dictionary reads, and bump `generation`,
+    which what is derived from the whole set (discovery and OpenAPI documents) compares.
+    """
 
     def __init__(self, kinds: Iterable[Kind]) -> None:
-        self._kinds = tuple(kinds)
-        self._by_resource = {(k.group, k.version, k.plural): k for k in self._kinds}
-        self._by_kind = {(k.group, k.kind): k for k in self._kinds}
-        self._by_api_version_kind = {(k.api_version, k.kind): k for k in self._kinds}
+        self._kinds: tuple[Kind, ...] = ()
+        self.generation = 0
+        self._index(tuple(kinds))
+
+    def _index(self, kinds: tuple[Kind, ...]) -> None:
+        self._kinds = kinds
+        self._by_resource = {(k.group, k.version, k.plural): k for k in kinds}
+        # The first kind of a (group, kind) wins: a custom resource's versions are added in
+        # upstream's priority order, so that is its preferred version.
+        self._by_kind: dict[tuple[str, str], Kind] = {}
+        self._by_api_version_kind = {(k.api_version, k.kind): k for k in kinds}
+        self._by_prefix: dict[tuple[str, str], Kind] = {}
+        for k in kinds:
+            self._by_kind.setdefault((k.group, k.kind), k)
+        # A custom resource's storage version first: its objects are stored in that version.
+        for k in sorted(kinds, key=lambda k: k.crd is not None and not k.crd.storage):
+            if k.stored:
+                self._by_prefix.setdefault((k.group or "core", k.plural), k)
+        self.generation += 1
+
+    def add(self, kinds: Iterable[Kind]) -> None:
+        """Serve `kinds` too (a kind already served under the same resource is replaced)."""
+        new = tuple(kinds)
+        replaced = {(k.group, k.version, k.plural) for k in new}
+        kept = tuple(k for k in self._kinds if (k.group, k.version, k.plural) not in replaced)
+        self._index(kept + new)
+
+    def remove(self, kinds: Iterable[Kind]) -> None:
+        """Stop serving `kinds` (matched by group, version and resource)."""
+        gone = {(k.group, k.version, k.plural) for k in kinds}
+        self._index(tuple(k for k in self._kinds if (k.group, k.version, k.plural) not in gone))
+
+    def copy(self) -> Registry:
+        """A registry of the same kinds that changes on its own (one per API server)."""
+        return Registry(self._kinds)
 
     def __iter__(self) -> Iterator[Kind]:
         return iter(self._kinds)
@@ -712,6 +759,11 @@ class Registry:
 
     def by_api_version(self, api_version: str, kind: str) -> Kind | None:
         return self._by_api_version_kind.get((api_version, kind))
+
+    def by_storage_prefix(self, group: str, plural: str) -> Kind | None:
+        """The kind whose objects are stored under `/<group or core>/<plural>/` (for a custom
+        resource with several versions, its storage version)."""
+        return self._by_prefix.get((group, plural))
 
     def group_versions(self) -> list[tuple[str, str]]:
         """Every (group, version) served, core first, in a stable order."""

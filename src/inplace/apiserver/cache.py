@@ -99,15 +99,16 @@ class WatchCache:
     def __init__(self, store: Store, registry: Registry) -> None:
         self._store = store
         self._registry = registry
-        self._by_prefix: dict[tuple[str, str], Kind] = {
-            (k.group or "core", k.plural): k for k in registry.kinds if k.stored
-        }
-        # kind -> namespace ("" for cluster-scoped) -> key -> entry
-        self._objects: dict[Kind, dict[str, dict[str, Entry]]] = {
-            k: {} for k in registry.kinds if k.stored
-        }
+        # storage prefix (group or "core", plural) -> namespace ("" for cluster-scoped) ->
+        # key -> entry. Keyed by where objects are stored rather than by kind: the kinds a
+        # CustomResourceDefinition serves come and go, and its versions share one prefix.
+        self._objects: collections.defaultdict[tuple[str, str], dict[str, dict[str, Entry]]] = (
+            collections.defaultdict(dict)
+        )
         self._history: collections.deque[CachedEvent] = collections.deque(maxlen=HISTORY)
-        self._watchers: dict[Kind, set[Watcher]] = {k: set() for k in self._objects}
+        self._watchers: collections.defaultdict[tuple[str, str], set[Watcher]] = (
+            collections.defaultdict(set)
+        )
         self._listeners: list[Callable[[CachedEvent], None]] = []
         self.revision = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -121,10 +122,10 @@ class WatchCache:
     async def start(self) -> None:
         revision, entries = await self._store.snapshot()
         for entry in entries:
-            located = self._locate(entry.key)
+            located = _locate(entry.key)
             if located is not None:
-                kind, namespace = located
-                self._objects[kind].setdefault(namespace, {})[entry.key] = entry
+                prefix, namespace = located
+                self._objects[prefix].setdefault(namespace, {})[entry.key] = entry
         self.revision = revision
         self._task = asyncio.create_task(self._follow(revision), name="watch-cache")
         self.ready.set()
@@ -150,20 +151,13 @@ class WatchCache:
             log.exception("the watch cache lost the store's log")
         self.failed.set()
 
-    def _locate(self, key: str) -> tuple[Kind, str] | None:
-        parts = key.split("/")
-        kind = self._by_prefix.get((parts[1], parts[2])) if len(parts) > 3 else None
-        if kind is None:
-            return None
-        return kind, (parts[3] if kind.namespaced and len(parts) > 4 else "")
-
     def _apply(self, event: Event) -> None:
-        located = self._locate(event.key)
+        located = _locate(event.key)
         if located is None:
             self._advance(event.revision)
             return
-        kind, namespace = located
-        bucket = self._objects[kind].setdefault(namespace, {})
+        prefix, namespace = located
+        bucket = self._objects[prefix].setdefault(namespace, {})
         if event.type == "DELETED":
             bucket.pop(event.key, None)
         else:
@@ -175,6 +169,10 @@ class WatchCache:
                 revision=event.revision,
                 create_revision=existing.create_revision if existing else event.revision,
             )
+        kind = self._registry.by_storage_prefix(*prefix)
+        if kind is None:  # kept (a CRD may serve it later), but nobody watches it
+            self._advance(event.revision)
+            return
         cached = CachedEvent(
             event.type,
             kind,
@@ -186,7 +184,7 @@ class WatchCache:
             event.prev,
         )
         self._history.append(cached)
-        for watcher in self._watchers[kind]:
+        for watcher in self._watchers.get(prefix, ()):
             watcher.offer(cached)
         for listener in self._listeners:
             listener(cached)
@@ -218,11 +216,14 @@ class WatchCache:
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, kind: Kind, key: str, namespace: str | None) -> Entry | None:
-        return self._objects[kind].get(namespace or "", {}).get(key)
+        return self._buckets(kind).get(namespace or "", {}).get(key)
+
+    def _buckets(self, kind: Kind) -> dict[str, dict[str, Entry]]:
+        return self._objects.get(_prefix(kind), {})
 
     def entries(self, kind: Kind, namespace: str | None) -> list[Entry]:
         """Every object of `kind` (in `namespace` if given), sorted by key as upstream lists."""
-        buckets = self._objects[kind]
+        buckets = self._buckets(kind)
         if namespace is not None:
             bucket = buckets.get(namespace if kind.namespaced else "", {})
             return [bucket[k] for k in sorted(bucket)]
@@ -233,7 +234,7 @@ class WatchCache:
         return out
 
     def iter_values(self, kind: Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
-        buckets = self._objects[kind]
+        buckets = self._buckets(kind)
         if namespace is not None:
             yield from (e.value for e in buckets.get(namespace, {}).values())
             return
@@ -241,7 +242,7 @@ class WatchCache:
             yield from (e.value for e in bucket.values())
 
     def count(self, kind: Kind, namespace: str | None = None) -> int:
-        buckets = self._objects[kind]
+        buckets = self._buckets(kind)
         if namespace is not None:
             return len(buckets.get(namespace, {}))
         return sum(len(b) for b in buckets.values())
@@ -285,18 +286,32 @@ class WatchCache:
                 raise TooOldError(from_revision)
             collector = Watcher(kind, watcher.namespace, matches, queue=asyncio.Queue())
             for event in self._history:
-                if event.revision > from_revision and event.kind is kind:
+                if event.revision > from_revision and _prefix(event.kind) == _prefix(kind):
                     collector.offer(event)
             while not collector.queue.empty():
                 item = collector.queue.get_nowait()
                 if item is not None:
                     backlog.append(item)
-        self._watchers[kind].add(watcher)
+        self._watchers[_prefix(kind)].add(watcher)
         return watcher, backlog
 
     def unwatch(self, watcher: Watcher) -> None:
         watcher.closed = True
-        self._watchers[watcher.kind].discard(watcher)
+        self._watchers[_prefix(watcher.kind)].discard(watcher)
 
     def watcher_count(self) -> int:
         return sum(len(w) for w in self._watchers.values())
+
+
+def _prefix(kind: Kind) -> tuple[str, str]:
+    """Where `kind`'s objects are stored: `/<group or core>/<plural>/`."""
+    return (kind.group or "core", kind.plural)
+
+
+def _locate(key: str) -> tuple[tuple[str, str], str] | None:
+    """The storage prefix and namespace ("" for cluster-scoped) of a store key: namespaced
+    keys have one segment more (`/<group>/<plural>/<namespace>/<name>`)."""
+    parts = key.split("/")
+    if len(parts) < 4:
+        return None
+    return (parts[1], parts[2]), (parts[3] if len(parts) > 4 else "")

@@ -111,6 +111,8 @@ class REST:
         self._namespaces = registry.by_kind("", "Namespace")
         self._objects = _CachedObjects(cache, registry)
         self._allocation_lock = asyncio.Lock()
+        #: (group, resource) -> a finalizer every delete adds (CRDs: upstream's cleanup).
+        self.finalize_on_delete: dict[tuple[str, str], str] = {}
 
     def now(self) -> str:
         """The current time stamp, from the injected clock when there is one."""
@@ -697,6 +699,9 @@ class REST:
             finalizers.append("orphan")
         elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
+        added = self.finalize_on_delete.get((kind.group, kind.plural))
+        if added is not None and added not in finalizers:
+            finalizers.append(added)
         if self.webhooks is not None and user is not None:
             request = AdmissionRequest(
                 "DELETE",

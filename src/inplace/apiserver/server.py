@@ -38,6 +38,7 @@ from inplace.apiserver.authz.impersonation import Headers, impersonate
 from inplace.apiserver.authz.reconcile import Aggregator, reconcile_defaults
 from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, WatchCache
+from inplace.apiserver.crds import CustomResourceDefinitions
 from inplace.apiserver.discovery import Discovery
 from inplace.apiserver.errors import StatusError, qualified
 from inplace.apiserver.handlers import Resources
@@ -95,11 +96,13 @@ class APIServer:
 
     def __init__(self, config: APIServerConfig, *, registry: Registry = REGISTRY) -> None:
         self.config = config
-        self.registry = registry
+        #: This server's own registry: CustomResourceDefinitions add kinds to it.
+        self.registry = registry.copy()
         self.metrics = APIServerMetrics()
         self.store: Store | None = None
         self.cache: WatchCache | None = None
         self.rest: REST | None = None
+        self.crds: CustomResourceDefinitions | None = None
         self.authz: Authorizers | None = None
         self.authn = Authenticator(
             [config.tokens] if config.tokens is not None else [], anonymous=config.anonymous
@@ -121,6 +124,8 @@ class APIServer:
         self.cache = WatchCache(self.store, self.registry)
         await self.cache.start()
         self.rest = REST(self.store, self.cache, self.registry)
+        crds = self.crds = CustomResourceDefinitions(self.rest, self.cache, self.registry)
+        crds.start()
         self.authz = Authorizers(self.cache, self.registry)
         self.rest.admission.append(EscalationCheck(self.authz))
         self.rest.admission.append(PodSecurity(self.config.pod_security, self.cache, self.registry))
@@ -184,6 +189,7 @@ class APIServer:
         self._cluster = ClusterObjects(self.rest, self.config.host, self.port)
         await self._cluster.ensure()
         self._spawn(self._compact_loop(), "compact")
+        self._spawn(crds.run(), "customresourcedefinitions")
         if self.config.tune_gc:
             self._spawn(_gc_loop(), "gc")
 

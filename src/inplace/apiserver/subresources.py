@@ -23,6 +23,7 @@ from inplace.api.selectors import LabelSelector, SelectorError
 from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
 from inplace.apiserver.auth import User
+from inplace.apiserver.crds.scale import custom_scale, set_replicas
 from inplace.apiserver.errors import StatusError, bad_request, conflict, not_found
 from inplace.apiserver.rest import REST
 from inplace.apiserver.writes import check_preconditions
@@ -160,9 +161,17 @@ def _success(code: int = 201) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
 
 
+_SCALE_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+
+
 def scale_of(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale view of a Deployment, ReplicaSet or StatefulSet."""
+    """The autoscaling/v1 Scale view of a Deployment, ReplicaSet or StatefulSet, or of a custom
+    resource (its CRD's paths, `crds/scale.py`)."""
     meta = obj["metadata"]
+    if kind.crd is not None and kind.crd.scale is not None:
+        fields = {k: meta[k] for k in _SCALE_META if k in meta}
+        scale = {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": fields}
+        return scale | custom_scale(kind.crd.scale, obj)
     selector = obj.get("spec", {}).get("selector") or {}
     try:
         selector_text = str(LabelSelector.from_dict(selector))
@@ -218,7 +227,10 @@ async def write_scale(
                 f"{replicas!r}: must be greater than or equal to 0",
             )
         obj = copy_json(entry.value)
-        obj.setdefault("spec", {})["replicas"] = replicas
+        if kind.crd is not None and kind.crd.scale is not None:
+            set_replicas(kind.crd.scale, obj, replicas)
+        else:
+            obj.setdefault("spec", {})["replicas"] = replicas
         scale_after = scale.get("metadata", {}).get("managedFields")
         set_managed_fields(
             obj["metadata"],

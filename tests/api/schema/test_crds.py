@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from inplace.api.kinds import REGISTRY
+from inplace.api.kinds import REGISTRY, Kind
 from inplace.api.schema.builtin import model_struct
 from inplace.api.schema.crds import CRD_FILES, crd, crd_root, is_crd, vpa_crd
 from inplace.api.schema.types import QUANTITY_NAME, Struct, Tag
+
+
+def _kind(name: str) -> Kind:
+    found = REGISTRY.by_kind("autoscaling.k8s.io", name)
+    assert found is not None
+    return found
 
 
 def _struct_of(struct: Struct, name: str) -> Struct:
@@ -37,21 +43,24 @@ def test_the_crd_files_are_upstreams_v1_crds() -> None:
 
 
 def test_roots_are_named_like_kube_apiserver_names_crd_components() -> None:
-    assert crd_root("VerticalPodAutoscaler").name == "io.k8s.autoscaling.v1.VerticalPodAutoscaler"
-    assert crd_root("VerticalPodAutoscalerCheckpoint").name == (
+    assert (
+        crd_root(_kind("VerticalPodAutoscaler")).name
+        == "io.k8s.autoscaling.v1.VerticalPodAutoscaler"
+    )
+    assert crd_root(_kind("VerticalPodAutoscalerCheckpoint")).name == (
         "io.k8s.autoscaling.v1.VerticalPodAutoscalerCheckpoint"
     )
 
 
 def test_crd_structs_use_crd_wording_and_the_built_in_object_meta() -> None:
-    root = crd_root("VerticalPodAutoscaler")
+    root = crd_root(_kind("VerticalPodAutoscaler"))
     assert root.crd
     assert _struct_of(root, "spec").crd
     assert _struct_of(root, "metadata") is model_struct("V1ObjectMeta")
 
 
 def test_quantities_and_types_come_from_the_crd_schema() -> None:
-    spec = _struct_of(crd_root("VerticalPodAutoscaler"), "spec")
+    spec = _struct_of(crd_root(_kind("VerticalPodAutoscaler")), "spec")
     policies = _struct_of(spec, "resourcePolicy").fields["containerPolicies"].type
     assert policies.tag is Tag.LIST and policies.elem is not None
     policy = policies.elem.struct

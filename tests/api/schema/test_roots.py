@@ -27,7 +27,7 @@ def test_each_kind_takes_its_root_from_where_its_graph_comes_from() -> None:
     node_metrics = REGISTRY.by_kind("metrics.k8s.io", "NodeMetrics")
     assert pod is not None and vpa is not None and node_metrics is not None
     assert kind_schema(pod) is model_struct("V1Pod")
-    assert kind_schema(vpa) is crd_root("VerticalPodAutoscaler")
+    assert kind_schema(vpa) is crd_root(vpa)
     assert kind_schema(node_metrics) is metrics_structs()["NodeMetrics"]
     assert list_schema(pod) is model_struct("V1PodList")
 

@@ -223,12 +223,17 @@ class Components:
 
 
 def crd_component(kind: Kind, components: Components) -> str:
-    """A CRD kind (the VPA and its checkpoint): upstream's CRD schema with `metadata`
-    pointing at ObjectMeta, as kube-apiserver publishes custom resources."""
+    """A CRD kind (the VPA, its checkpoint, a created CRD's): its CRD schema with `apiVersion`
+    and `kind` added and `metadata` pointing at ObjectMeta, as kube-apiserver publishes custom
+    resources."""
     root = s.kind_schema(kind)
-    schema = copy.deepcopy(s.crd(kind.kind)["openAPIV3Schema"])
+    schema = copy.deepcopy(dict(s.crd_schema(kind) or {}))
     components.add_model("V1ObjectMeta")
-    schema["properties"]["metadata"] = {
+    schema.setdefault("type", "object")
+    properties = schema.setdefault("properties", {})
+    for name, doc in (("apiVersion", s.API_VERSION_DOC), ("kind", s.KIND_DOC)):
+        properties.setdefault(name, {"description": doc, "type": "string"})
+    properties["metadata"] = {
         "allOf": [ref(s.component_name("V1ObjectMeta"))],
         "description": s.OBJECT_META_DOC,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -184,21 +184,26 @@ def _first_version(registry: Registry, group: str) -> str:
 
 def openapi_v3_bytes(registry: Registry, path: str) -> tuple[bytes, str] | None:
     """(serialized document, its hash) for `/openapi/v3/<path>`, or None when there is no
-    such document. Built once per registry and path; serve the bytes as they are, so the hash
-    in the index is the hash of what the client receives."""
+    such document. Built once per registry generation and path (a CRD changes the registry's
+    kinds, and so its generation); serve the bytes as they are, so the hash in the index is
+    the hash of what the client receives."""
     path = path.strip("/")
-    if path not in _keys(registry):
+    if path not in _keys(registry, registry.generation):
         return None  # checked first, so arbitrary request paths never grow the cache
-    return _built(registry, path)
+    return _built(registry, registry.generation, path)
 
 
-@functools.cache
-def _keys(registry: Registry) -> frozenset[str]:
+#: Documents of past generations age out instead of being kept for ever.
+_GENERATIONS_KEPT: Final = 512
+
+
+@functools.lru_cache(maxsize=64)
+def _keys(registry: Registry, generation: int) -> frozenset[str]:
     return frozenset(document_keys(registry))
 
 
-@functools.cache
-def _built(registry: Registry, path: str) -> tuple[bytes, str]:
+@functools.lru_cache(maxsize=_GENERATIONS_KEPT)
+def _built(registry: Registry, generation: int, path: str) -> tuple[bytes, str]:
     doc = openapi_v3_document_for_path(registry, path)
     assert doc is not None
     data = serialize(doc)
@@ -215,7 +220,11 @@ def openapi_v3_index(registry: Registry) -> dict[str, Any]:
     return {"paths": paths}
 
 
-@functools.cache
 def openapi_v3_index_bytes(registry: Registry) -> bytes:
-    """The serialized index, built once per registry."""
+    """The serialized index, built once per registry generation."""
+    return _index_bytes(registry, registry.generation)
+
+
+@functools.lru_cache(maxsize=64)
+def _index_bytes(registry: Registry, generation: int) -> bytes:
     return serialize(openapi_v3_index(registry))

@@ -181,13 +181,17 @@ def openapi_v2_document(registry: Registry) -> dict[str, Any]:
     return document
 
 
-@functools.cache
 def openapi_v2_bytes(registry: Registry, *, protobuf: bool) -> tuple[bytes, str]:
     """(served bytes, ETag value) of `/openapi/v2` as JSON or as gnostic protobuf.
 
     As kube-openapi's handler computes it, the ETag of both forms is the upper-case hex
-    SHA-512 of the JSON bytes. Built once per registry and form.
+    SHA-512 of the JSON bytes. Built once per registry generation and form.
     """
+    return _v2_bytes(registry, registry.generation, protobuf)
+
+
+@functools.lru_cache(maxsize=64)
+def _v2_bytes(registry: Registry, generation: int, protobuf: bool) -> tuple[bytes, str]:
     document = openapi_v2_document(registry)
     data = serialize(document)
     etag = hashlib.sha512(data).hexdigest().upper()

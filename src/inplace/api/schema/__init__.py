@@ -25,11 +25,13 @@ from inplace.api.schema.check import (
     strict_decoding_error,
     unknown_field_warnings,
 )
-from inplace.api.schema.crds import CRD_FILES, crd, is_crd, vpa_crd
+from inplace.api.schema.crds import CRD_FILES, crd, crd_schema, is_crd, vpa_crd
 from inplace.api.schema.roots import kind_schema, list_schema
 from inplace.api.schema.types import (
+    API_VERSION_DOC,
     FIELDS_V1_NAME,
     INT_OR_STRING_NAME,
+    KIND_DOC,
     META,
     MICRO_TIME_NAME,
     OBJECT_META_DOC,
@@ -43,9 +45,11 @@ from inplace.api.schema.types import (
 )
 
 __all__ = [
+    "API_VERSION_DOC",
     "CRD_FILES",
     "FIELDS_V1_NAME",
     "INT_OR_STRING_NAME",
+    "KIND_DOC",
     "META",
     "MICRO_TIME_NAME",
     "OBJECT_META_DOC",
@@ -60,6 +64,7 @@ __all__ = [
     "check_fields",
     "component_name",
     "crd",
+    "crd_schema",
     "go_type",
     "is_crd",
     "kind_schema",

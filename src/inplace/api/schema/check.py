@@ -185,7 +185,8 @@ class _Checker:
         for key, value in obj.items():
             entry = table.get(key)
             if entry is None:
-                self.unknown.append(path + key)
+                if not st.preserve_unknown:
+                    self.unknown.append(path + key)
                 continue
             if value is None:
                 continue

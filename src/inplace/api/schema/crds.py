@@ -1,8 +1,13 @@
-"""Kinds served from upstream's CRD schemas (the autoscaling.k8s.io VPA and its checkpoint).
+"""Kinds served from a CRD schema: the built-in VPA and its checkpoint, and every kind a
+CustomResourceDefinition adds at run time.
 
 Upstream serves these as CustomResourceDefinitions, so their graph is read from the CRD's
-`openAPIV3Schema` (transcribed into `vpa_schema.json` and `vpa_checkpoint_schema.json`), and
-their structs are marked `crd`: the field check then uses the CRD validator's wording.
+`openAPIV3Schema`: for the VPA transcribed into `vpa_schema.json` and
+`vpa_checkpoint_schema.json`, for a created CRD the schema its kind carries
+(`Kind.crd`, `custom.py`). Their structs are marked `crd`: the field check then uses the CRD
+validator's wording. `apiVersion`, `kind` and `metadata` are implicit, as upstream's
+apiextensions-apiserver adds them to every custom resource (and to every
+`x-kubernetes-embedded-resource` object).
 """
 
 from __future__ import annotations
@@ -15,7 +20,15 @@ from typing import Any, Final
 
 from inplace.api.kinds import Kind
 from inplace.api.schema.builtin import model_struct
-from inplace.api.schema.types import QUANTITY_NAME, Field, Struct, Tag, Type
+from inplace.api.schema.types import (
+    OBJECT_META_DOC,
+    QUANTITY_NAME,
+    Field,
+    Struct,
+    Tag,
+    Type,
+    type_meta_fields,
+)
 
 #: Kinds served from upstream's CRD schemas, and the file holding each (transcribed from
 #: kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml).
@@ -47,6 +60,17 @@ def is_crd(kind: Kind) -> bool:
     return kind.model is None and kind.stored
 
 
+def crd_schema(kind: Kind) -> Mapping[str, Any] | None:
+    """The `openAPIV3Schema` a CRD-served kind is checked against: its CustomResourceDefinition's
+    (a created CRD), or the transcribed one (the VPA); None for other kinds."""
+    if kind.crd is not None:
+        return kind.crd.schema
+    if is_crd(kind) and kind.kind in CRD_FILES:
+        schema: Mapping[str, Any] = crd(kind.kind)["openAPIV3Schema"]
+        return schema
+    return None
+
+
 #: The pattern controller-gen writes for a ``resource.Quantity`` field of a CRD.
 _CRD_QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
@@ -61,13 +85,13 @@ def _crd_type(node: Mapping[str, Any], go_name: str) -> Type:
         return Type(Tag.INT_OR_STRING, ref=QUANTITY_NAME if is_quantity else None)
     type_ = node.get("type")
     if type_ == "object":
-        if "properties" in node:
+        if "properties" in node or node.get("x-kubernetes-embedded-resource"):
             return Type(Tag.STRUCT, struct=_crd_struct(node, go_name))
-        if "additionalProperties" in node:
+        if isinstance(node.get("additionalProperties"), Mapping):
             return Type(Tag.MAP, elem=_crd_type(node["additionalProperties"], go_name))
         return Type(Tag.ANY)
     if type_ == "array":
-        return Type(Tag.LIST, elem=_crd_type(node.get("items", {}), go_name))
+        return Type(Tag.LIST, elem=_crd_type(node.get("items") or {}, go_name))
     if type_ == "string":
         return Type(Tag.TIME if node.get("format") == "date-time" else Tag.STRING)
     if type_ == "integer":
@@ -79,32 +103,54 @@ def _crd_type(node: Mapping[str, Any], go_name: str) -> Type:
     return Type(Tag.ANY)
 
 
-def _crd_struct(node: Mapping[str, Any], go_name: str) -> Struct:
-    struct = Struct(name="", go_name=go_name, description=node.get("description", ""), crd=True)
+def _crd_struct(node: Mapping[str, Any], go_name: str, *, root: bool = False) -> Struct:
+    struct = Struct(
+        name="",
+        go_name=go_name,
+        description=node.get("description", ""),
+        crd=True,
+        preserve_unknown=bool(node.get("x-kubernetes-preserve-unknown-fields")),
+    )
     required = set(node.get("required", ()))
-    for name, child in node.get("properties", {}).items():
+    for name, child in (node.get("properties") or {}).items():
         struct.fields[name] = Field(
             name=name,
             type=_crd_type(child, go_name),
             description=child.get("description", ""),
             required=name in required,
         )
+    if root or node.get("x-kubernetes-embedded-resource"):
+        _add_object_fields(struct)
     return struct
 
 
-@functools.cache
-def crd_root(kind_name: str) -> Struct:
-    """The root Struct of a CRD-served kind; its `metadata` is the built-in ObjectMeta."""
-    data = crd(kind_name)
-    kind = data["names"]["kind"]
-    struct = _crd_struct(data["openAPIV3Schema"], kind)
-    group = ".".join(reversed(data["group"].split(".")))
-    struct.name = f"{group}.{data['version']}.{kind}"
-    meta = struct.fields["metadata"]
+def _add_object_fields(struct: Struct) -> None:
+    """`apiVersion`, `kind` and `metadata` (ObjectMeta), which every object has whether its
+    schema names them or not."""
+    for name, implicit in type_meta_fields().items():
+        given = struct.fields.get(name)
+        struct.fields[name] = Field(
+            name,
+            implicit.type,
+            given.description if given else implicit.description,
+            given.required if given else False,
+        )
+    given = struct.fields.get("metadata")
     struct.fields["metadata"] = Field(
         "metadata",
         Type(Tag.STRUCT, struct=model_struct("V1ObjectMeta")),
-        meta.description,
-        meta.required,
+        given.description if given and given.description else OBJECT_META_DOC,
+        given.required if given else False,
     )
+
+
+@functools.cache
+def crd_root(kind: Kind) -> Struct:
+    """The root Struct of a CRD-served kind; its `metadata` is the built-in ObjectMeta."""
+    schema = crd_schema(kind)
+    if schema is None:
+        raise KeyError(f"no schema for {kind.api_version} {kind.kind}")
+    struct = _crd_struct(schema, kind.kind, root=True)
+    group = ".".join(reversed(kind.group.split(".")))
+    struct.name = f"{group}.{kind.version}.{kind.kind}"
     return struct

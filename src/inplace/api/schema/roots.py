@@ -11,7 +11,7 @@ import functools
 
 from inplace.api.kinds import Kind
 from inplace.api.schema.builtin import list_model, model_struct
-from inplace.api.schema.crds import CRD_FILES, crd_root, is_crd
+from inplace.api.schema.crds import crd_root, crd_schema
 from inplace.api.schema.metrics import metrics_structs
 from inplace.api.schema.types import LIST_META_DOC, Field, Struct, Tag, Type, type_meta_fields
 
@@ -21,10 +21,8 @@ def kind_schema(kind: Kind) -> Struct:
     """The root Struct of a served kind (its `metadata` is always ObjectMeta)."""
     if kind.model is not None:
         return model_struct(kind.model)
-    if is_crd(kind):
-        if kind.kind not in CRD_FILES:
-            raise KeyError(f"no schema for {kind.api_version} {kind.kind}")
-        return crd_root(kind.kind)
+    if crd_schema(kind) is not None:
+        return crd_root(kind)
     structs = metrics_structs()
     if kind.kind not in structs:
         raise KeyError(f"no schema for {kind.api_version} {kind.kind}")

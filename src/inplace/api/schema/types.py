@@ -74,6 +74,9 @@ class Struct:
     model: str | None = None
     #: True for structs transcribed from a CRD schema (the VPA): CRD-style error wording.
     crd: bool = False
+    #: A CRD object with `x-kubernetes-preserve-unknown-fields` beside its `properties`:
+    #: fields it does not name are kept, unchecked.
+    preserve_unknown: bool = False
     #: The check's per-field table, built on first use (see `check.py`).
     table: dict[str, Any] | None = field(default=None, repr=False)
 

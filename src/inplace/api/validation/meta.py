@@ -39,7 +39,11 @@ from inplace.api.validation.errors import (
 
 # -- metadata ------------------------------------------------------------------------------------
 
-STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+#: Upstream's standard finalizers, plus the CRD cleanup finalizer, which upstream's
+#: apiextensions validation (apimachinery's, which wants a qualified name only) lets through.
+STANDARD_FINALIZERS: Final = frozenset(
+    {"kubernetes", "orphan", "foregroundDeletion", "customresourcecleanup.apiextensions.k8s.io"}
+)
 _TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * 1024
 
 
