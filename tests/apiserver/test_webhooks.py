@@ -301,7 +301,10 @@ async def test_a_refusal_without_a_message_or_code(
     await configure(apiserver, VALIDATING, "no", webhook("no.example.com", hooks.config("/no")))
     status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("p"))
     assert status == 400
-    assert body["message"] == 'admission webhook "no.example.com" denied the request without explanation'
+    assert (
+        body["message"]
+        == 'admission webhook "no.example.com" denied the request without explanation'
+    )
 
 
 @pytest.mark.parametrize(
@@ -439,7 +442,9 @@ async def test_selectors_rules_and_scope(apiserver: InProcessServer, hooks: Webh
         ("chosen", "skipped", {"skip": "1"}, {"skip": "1"}),
         ("other", "out", {}, None),
     ]:
-        status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/{ns}/pods", pod(name, **labels))
+        status, body, _ = await call(
+            apiserver, "POST", f"{NAMESPACES}/{ns}/pods", pod(name, **labels)
+        )
         assert status == 201, body
         assert body["metadata"].get("labels") == expected, name
     # A cluster-scoped rule on namespaces: a Namespace is matched by its own labels.
@@ -532,7 +537,11 @@ async def test_subresources_deletes_and_the_exempt_configuration_kinds(
     status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("q"))
     assert status == 400 and body["message"].endswith("denied the request: CREATE ")
     status, body, _ = await call(
-        apiserver, "PATCH", f"{NAMESPACES}/default/pods/p/status", {"status": {"message": "x"}}, MERGE
+        apiserver,
+        "PATCH",
+        f"{NAMESPACES}/default/pods/p/status",
+        {"status": {"message": "x"}},
+        MERGE,
     )
     assert status == 400 and body["message"].endswith("denied the request: UPDATE status")
     status, body, _ = await call(apiserver, "DELETE", f"{NAMESPACES}/default/pods/p")
@@ -565,9 +574,7 @@ async def test_dry_run_and_side_effects(apiserver: InProcessServer, hooks: Webho
         MUTATING,
         {
             "metadata": {"name": "unsafe"},
-            "webhooks": [
-                webhook("unsafe.example.com", hooks.config("/label"), sideEffects="Some")
-            ],
+            "webhooks": [webhook("unsafe.example.com", hooks.config("/label"), sideEffects="Some")],
         },
     )
     assert status == 422
@@ -599,9 +606,7 @@ async def test_reinvocation_if_needed(apiserver: InProcessServer, hooks: Webhook
     # "second" changed the object after "first" ran: "first" runs again, "second" does not.
     assert calls == ["first", "first"]
     assert len(hooks.received["/second"]) == 1
-    assert hooks.received["/first"][1]["request"]["object"]["metadata"]["labels"] == {
-        "second": "1"
-    }
+    assert hooks.received["/first"][1]["request"]["object"]["metadata"]["labels"] == {"second": "1"}
 
 
 async def test_a_webhook_behind_a_service(apiserver: InProcessServer, hooks: WebhookServer) -> None:
@@ -693,8 +698,7 @@ async def test_configuration_validation(apiserver: InProcessServer) -> None:
         ),
         (
             "webhooks[0].rules[0].operations",
-            'Invalid value: ["CREATE","*"]: if \'*\' is present, must not specify other '
-            "operations",
+            'Invalid value: ["CREATE","*"]: if \'*\' is present, must not specify other operations',
         ),
         (
             "webhooks[0].rules[0].resources",
