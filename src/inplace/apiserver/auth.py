@@ -59,6 +59,8 @@ SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP: Final = "system:serviceaccounts"
 #: One identity for the process that serves every simulated node.
 SIMULATOR_USER: Final = "system:node-simulator"
+#: The dashboard's own identity (`inplace up` writes it a kubeconfig; RBAC grants it reads).
+DASHBOARD_USER: Final = "system:inplace:dashboard"
 SIMULATED_LABEL: Final = SIMULATED
 
 

@@ -33,11 +33,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from inplace.api.kinds import REGISTRY, Kind
 from inplace.cli.lock import Holder, holder_of
 from inplace.cli.paths import DataDir
 from inplace.client import (
@@ -51,6 +50,9 @@ from inplace.client import (
 from inplace.client.api import Resource
 from inplace.node.cgroups.base import read_mountinfo
 from inplace.node.shim import SetupError, mount_points_under, umount
+
+if TYPE_CHECKING:
+    from inplace.api.kinds import Kind
 
 __all__ = [
     "WORKLOAD_KINDS",
@@ -217,6 +219,8 @@ def _grace(pod: dict[str, Any]) -> float:
 
 
 def _workload_kinds() -> list[Kind]:
+    from inplace.api.kinds import REGISTRY  # the whole kind table: only `down` needs it
+
     return [k for g, name in WORKLOAD_KINDS if (k := REGISTRY.by_kind(g, name)) is not None]
 
 
@@ -261,6 +265,7 @@ async def delete_through_api(data: DataDir, report: Report) -> dict[str, float]:
 async def delete_from_store(data: DataDir, report: Report) -> dict[str, float]:
     """Nothing runs the cluster: delete the same objects from its store (at once: their
     processes are stopped on the host); returns the pods' grace periods by uid."""
+    from inplace.api.kinds import REGISTRY
     from inplace.apiserver.cache import WatchCache
     from inplace.apiserver.rest import REST
     from inplace.store import Store

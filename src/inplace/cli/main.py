@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -15,8 +16,58 @@ from inplace.flags import duration
 from inplace.loop import run as run_event_loop
 from inplace.loop import stop_on_signals
 
+#: The commands whose flags live with their component: (module, flag builder, help). Only the
+#: command being run imports its module, so `inplace up` (the supervisor) and each component
+#: process do not carry every other component's imports (tens of MiB each).
+_COMPONENT_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "replay": (
+        "inplace.cli.replay",
+        "add_arguments",
+        "replay a usage trace through the VPA (simulated)",
+    ),
+    "rescue": (
+        "inplace.cli.rescue",
+        "add_arguments",
+        "show which pods would be shrunk to place pending pods (--dry-run)",
+    ),
+    "demo": (
+        "inplace.cli.demo",
+        "add_arguments",
+        "the whole story in one command: a throw-away cluster, five acts",
+    ),
+    "stress": (
+        "inplace.cli.stress",
+        "add_arguments",
+        "a built-in workload like the classic `stress` (memory and CPU hogs)",
+    ),
+    "node": ("inplace.node.main", "add_arguments", "run a node agent (started by `up`)"),
+    "scheduler": ("inplace.scheduler.main", "build_parser", "run the scheduler (started by `up`)"),
+    "controller-manager": (
+        "inplace.controllers.main",
+        "build_parser",
+        "run the workload controllers (started by `up`)",
+    ),
+    "operator": (
+        "inplace.operator.main",
+        "build_parser",
+        "resize workloads in place on a real cluster (webhook + controllers)",
+    ),
+    "dashboard": (
+        "inplace.dashboard.main",
+        "add_arguments",
+        "serve the live dashboard (started by `up`)",
+    ),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (its first word that is not an option)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `inplace` command line; the flags of a component command are added only for
+    ``command`` (the one being run), so parsing imports nothing else."""
     parser = argparse.ArgumentParser(
         prog="inplace", description="Restart-free vertical scaling for Kubernetes pods."
     )
@@ -101,79 +152,21 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--port", type=int, default=6443)
     apiserver.add_argument("--admission-control-config-file", type=Path, default=None)
 
-    from inplace.cli.replay import add_arguments as replay_arguments
-
-    replay_arguments(
-        commands.add_parser("replay", help="replay a usage trace through the VPA (simulated)")
-    )
-
-    from inplace.cli.rescue import add_arguments as rescue_arguments
-
-    rescue_arguments(
-        commands.add_parser(
-            "rescue", help="show which pods would be shrunk to place pending pods (--dry-run)"
-        )
-    )
-
-    from inplace.cli.demo import add_arguments as demo_arguments
-
-    demo_arguments(
-        commands.add_parser(
-            "demo", help="the whole story in one command: a throw-away cluster, five acts"
-        )
-    )
-
-    from inplace.cli.stress import add_arguments as stress_arguments
-
-    stress_arguments(
-        commands.add_parser(
-            "stress", help="a built-in workload like the classic `stress` (memory and CPU hogs)"
-        )
-    )
-
-    from inplace.node.main import add_arguments
-
-    add_arguments(commands.add_parser("node", help="run a node agent (started by `up`)"))
-
-    from inplace.scheduler.main import build_parser as scheduler_arguments
-
-    scheduler_arguments(
-        commands.add_parser("scheduler", help="run the scheduler (started by `up`)")
-    )
-
-    from inplace.controllers.main import build_parser as controller_manager_arguments
-
-    controller_manager_arguments(
-        commands.add_parser(
-            "controller-manager", help="run the workload controllers (started by `up`)"
-        )
-    )
-
-    from inplace.operator.main import build_parser as operator_arguments
-
-    operator_arguments(
-        commands.add_parser(
-            "operator", help="resize workloads in place on a real cluster (webhook + controllers)"
-        )
-    )
-
-    from inplace.dashboard.main import add_arguments as dashboard_arguments
-
-    dashboard_arguments(
-        commands.add_parser("dashboard", help="serve the live dashboard (started by `up`)")
-    )
+    for name, (module, builder, text) in _COMPONENT_COMMANDS.items():
+        sub = commands.add_parser(name, help=text)
+        if command == name:
+            getattr(importlib.import_module(module), builder)(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else argv
     if args_given[:1] == ["stress"]:
-        # Straight to it: a workload in a small pod should not pay for the other commands'
-        # imports (the parser below imports the node agent and the replay tool).
+        # Straight to it: a workload in a small pod should not pay for even the parser.
         from inplace.cli.stress import main as stress_main
 
         return stress_main(args_given[1:])
-    parser = build_parser()
+    parser = build_parser(_command_of(args_given))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -30,8 +30,7 @@ import psutil
 
 from inplace.api.backoff import Backoff
 from inplace.api.quantity import Quantity, QuantityError
-from inplace.apiserver.auth import MASTERS_GROUP, SIMULATOR_USER, TokenFile
-from inplace.apiserver.authz.policy import DASHBOARD_USER
+from inplace.apiserver.auth import DASHBOARD_USER, MASTERS_GROUP, SIMULATOR_USER, TokenFile
 from inplace.apiserver.tls import ensure_certificates
 from inplace.cli.down import cluster_cgroups, pods_running
 from inplace.cli.kubeconfig import write_kubeconfig

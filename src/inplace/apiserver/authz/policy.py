@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from inplace.apiserver.auth import DASHBOARD_USER
+
 __all__ = [
     "AUTOUPDATE_ANNOTATION",
     "BOOTSTRAP_LABEL",
@@ -44,8 +46,6 @@ WRITE: Final = ("create", "update", "patch", "delete", "deletecollection")
 READ_WRITE: Final = READ + WRITE
 READ_UPDATE: Final = ("get", "list", "watch", "update", "patch")
 
-#: The dashboard's own identity (`inplace up` writes it a kubeconfig).
-DASHBOARD_USER: Final = "system:inplace:dashboard"
 
 _LEGACY: Final = ""
 _APPS: Final = "apps"
