@@ -82,6 +82,13 @@ class Kind:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects are stored in: a custom resource's storage version."""
+        if self.crd is not None and self.crd.storage_version:
+            return f"{self.group}/{self.crd.storage_version}"
+        return self.api_version
+
+    @property
     def list_kind(self) -> str:
         return self.crd.list_kind if self.crd is not None else f"{self.kind}List"
 

@@ -152,24 +152,23 @@ def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
     versions = [v for g, v in registry.group_versions() if g == group]
     if not versions:
         return None
-    gv = {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]}
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": group,
-        "versions": [gv],
-        "preferredVersion": gv,
-    }
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
+
+
+def _group_entry(group: str, versions: list[str]) -> dict[str, Any]:
+    """A group's versions, the preferred (first served: a CRD's by upstream's version
+    priority) first."""
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
 def api_group_list(registry: Registry) -> dict[str, Any]:
-    """GET /apis: every named group with its one served version."""
-    groups = []
+    """GET /apis: every named group with its served versions."""
+    versions: dict[str, list[str]] = {}
     for group, version in registry.group_versions():
-        if not group:
-            continue
-        gv = {"groupVersion": f"{group}/{version}", "version": version}
-        groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+        if group:
+            versions.setdefault(group, []).append(version)
+    groups = [_group_entry(group, served) for group, served in versions.items()]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 

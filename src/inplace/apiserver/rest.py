@@ -173,7 +173,7 @@ class REST:
         meta["creationTimestamp"] = self.now()
         if kind.strategy.bumps_generation:
             meta["generation"] = 1
-        obj["apiVersion"] = kind.api_version
+        obj["apiVersion"] = kind.storage_api_version
         obj["kind"] = kind.kind
         if not applied:
             # Upstream's field manager sees the decoded (defaulted) object, before admission
@@ -470,7 +470,7 @@ class REST:
         object itself, and is admitted as `scale`, as upstream's)."""
         old = entry.value
         new, defaults = self._prepare_for_update(kind, subresource, old, obj)
-        new["apiVersion"] = kind.api_version
+        new["apiVersion"] = kind.storage_api_version
         new["kind"] = kind.kind
         meta = new.setdefault("metadata", {})
         old_meta = old.get("metadata", {})

@@ -39,6 +39,7 @@ from inplace.apiserver.authz.reconcile import Aggregator, reconcile_defaults
 from inplace.apiserver.bootstrap import ClusterObjects
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.crds import CustomResourceDefinitions
+from inplace.apiserver.crds.versions import convert_response
 from inplace.apiserver.discovery import Discovery
 from inplace.apiserver.errors import StatusError, qualified
 from inplace.apiserver.handlers import Resources
@@ -272,7 +273,7 @@ class APIServer:
             response = await handler(request)
             info = request.get(INFO)
             code = response.status
-            return response
+            return convert_response(info.kind if info else None, response)
         except StatusError as exc:
             info = request.get(INFO)
             code = exc.code

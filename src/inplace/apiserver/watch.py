@@ -19,8 +19,9 @@ from aiohttp import web
 
 from inplace.api.kinds import Kind
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
+from inplace.apiserver.crds.versions import convert_raw
 from inplace.apiserver.errors import gone
-from inplace.apiserver.httputil import int_param, parse_rv, wants_table
+from inplace.apiserver.httputil import INFO, int_param, parse_rv, wants_table
 from inplace.apiserver.lists import selector_filter, table
 from inplace.apiserver.metrics import APIServerMetrics
 from inplace.apiserver.routing import RequestInfo
@@ -50,7 +51,8 @@ def encode_event(event: CachedEvent, as_table: bool, first: bool, request: web.R
         if not first:
             rendered["columnDefinitions"] = []
         return orjson.dumps({"type": event.type, "object": rendered}) + b"\n"
-    return b'{"type":"' + event.type.encode() + b'","object":' + event.raw + b"}\n"
+    raw = convert_raw(request[INFO].kind, event.raw) if INFO in request else event.raw
+    return b'{"type":"' + event.type.encode() + b'","object":' + raw + b"}\n"
 
 
 class Watches:
