@@ -546,6 +546,11 @@ async def test_subresources_deletes_and_the_exempt_configuration_kinds(
     assert status == 400 and body["message"].endswith("denied the request: UPDATE status")
     status, body, _ = await call(apiserver, "DELETE", f"{NAMESPACES}/default/pods/p")
     assert status == 400 and body["message"].endswith("denied the request: DELETE ")
+    # A delete of the collection sends each delete to the webhook too: nothing goes.
+    status, _, _ = await call(apiserver, "DELETE", f"{NAMESPACES}/default/pods")
+    assert status == 200
+    status, _, _ = await call(apiserver, "GET", f"{NAMESPACES}/default/pods/p")
+    assert status == 200
     status, _, _ = await call(apiserver, "DELETE", f"{VALIDATING}/guard-all")
     assert status == 200
     status, _, _ = await call(apiserver, "DELETE", f"{VALIDATING}/status-and-deletes")

@@ -255,7 +255,7 @@ class Resources:
             )
             return json_response(obj)
         if info.verb == "deletecollection":
-            return await self._delete_collection(info, query, body, dry_run)
+            return await self._delete_collection(info, query, body, dry_run, request[USER])
         raise StatusError(405, f"unsupported verb {info.verb}")
 
     async def _get(
@@ -379,7 +379,7 @@ class Resources:
         )
 
     async def _delete_collection(
-        self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool
+        self, info: RequestInfo, query: dict[str, str], body: Any, dry_run: bool, user: User
     ) -> web.Response:
         kind = info.kind
         options = delete_options(body, query)
@@ -396,6 +396,7 @@ class Resources:
                             entry.value["metadata"]["name"],
                             options,
                             dry_run=dry_run,
+                            user=user,
                         )
                     )
         return json_response(
