@@ -319,3 +319,34 @@ async def test_deleting_a_crd_deletes_its_objects(apiserver: InProcessServer) ->
         assert code == 404
         code, listing = await api.call("GET", "/apis")
         assert "example.com" not in [g["name"] for g in listing["groups"]]
+
+
+async def test_x_kubernetes_validations_are_enforced(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        crd = widget_crd()
+        spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec_schema["x-kubernetes-validations"] = [{"rule": "self.size <="}]
+        code, error = await api.call("POST", CRDS, crd)
+        assert code == 422
+        assert (
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]"
+            '.rule: Invalid value: "self.size <=": compilation failed' in error["message"]
+        )
+        spec_schema["x-kubernetes-validations"] = [
+            {"rule": "self.replicas <= self.size", "message": "more replicas than size"},
+            {"rule": "self.color == oldSelf.color", "message": "color is immutable"},
+        ]
+        await create_widgets_crd(api, crd)
+        code, error = await api.call("POST", WIDGETS, widget("a", replicas=5))
+        assert code == 422
+        assert error["message"] == (
+            'Widget.example.com "a" is invalid: spec: Invalid value: "object": '
+            "more replicas than size"
+        )
+        code, created = await api.call("POST", WIDGETS, widget("a"))
+        assert code == 201, created
+        created["spec"]["color"] = "blue"
+        code, error = await api.call("PUT", f"{WIDGETS}/a", created)
+        assert code == 422
+        assert 'spec: Invalid value: "object": color is immutable' in error["message"]

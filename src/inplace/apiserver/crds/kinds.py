@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from inplace.api.kinds import Kind
+from inplace.api.schema.cel import has_rules, validate_rules
 from inplace.api.schema.custom import CustomResource, ScalePaths
 from inplace.api.schema.values import apply_schema_defaults, validate_values
 from inplace.api.selectors import SelectableFields
@@ -22,7 +23,11 @@ from inplace.api.strategy import ObjectReader, Rejected, Strategy
 from inplace.api.tables import Column, TablePrinter
 from inplace.api.tables.printer import NAME_COLUMN, name_of, text_at
 from inplace.api.validation.errors import FieldError, name_is_dns_subdomain, or_empty
-from inplace.api.validation.meta import validate_object_meta, validate_status_metadata
+from inplace.api.validation.meta import (
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_status_metadata,
+)
 from inplace.apiserver.crds.columns import find, parse, print_value, printer_for
 from inplace.apiserver.crds.model import (
     BUILTIN_VPA_CRDS,
@@ -159,15 +164,30 @@ def custom_resource_strategy(custom: CustomResource, *, namespaced: bool, status
     def defaults(obj: dict[str, Any], on_create: bool) -> None:
         apply_schema_defaults(schema, obj)
 
+    rules = has_rules(schema)
+
     def validate(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
         validate_object_meta(errs, obj, namespaced=namespaced, name_fn=name_is_dns_subdomain)
         validate_values(errs, schema, obj)
+        if rules:
+            validate_rules(errs, schema, obj)
+
+    def validate_update(
+        errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+    ) -> None:
+        validate_object_meta_update(errs, new, old)
+        validate_object_meta(errs, new, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+        validate_values(errs, schema, new)
+        if rules:
+            validate_rules(errs, schema, new, old)
 
     def validate_status_update(
         errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
     ) -> None:
         validate_status_metadata(errs, new, old)
         validate_values(errs, schema, new)
+        if rules:
+            validate_rules(errs, schema, new, old)
 
     def admit(obj: dict[str, Any], objects: ObjectReader) -> None:
         crd = objects.get(GROUP, "CustomResourceDefinition", custom.crd_name)
@@ -198,6 +218,7 @@ def custom_resource_strategy(custom: CustomResource, *, namespaced: bool, status
         prepare_for_update=keep_no_status if status else None,
         finish_update=finish_update,
         validate=validate,
+        validate_update=validate_update,
         validate_status_update=validate_status_update,
         table=printer_for(custom.printer_columns),
         selectable_fields=_selectable(custom.selectable_fields),

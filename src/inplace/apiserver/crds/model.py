@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from inplace.api.kinds import REGISTRY
 from inplace.api.names import dns1035_label_errors, dns1123_subdomain_errors
+from inplace.api.schema.cel import compile_error
 from inplace.api.validation.errors import (
     FieldError,
     as_list,
@@ -456,6 +457,13 @@ def _structural(errs: list[FieldError], s: Mapping[str, Any], level: int, path: 
                     f"must be a valid regular expression, but isn't: {exc}",
                 )
             )
+    for i, rule in enumerate(s.get("x-kubernetes-validations") or ()):
+        text = or_empty(rule).get("rule")
+        rule_path = child_path(index_path(child_path(path, "x-kubernetes-validations"), i), "rule")
+        if not isinstance(text, str) or not text:
+            errs.append(required(rule_path))
+        elif problem := compile_error(text):
+            errs.append(invalid(rule_path, text, problem))
     if s.get("uniqueItems") is True:
         errs.append(
             forbidden(
