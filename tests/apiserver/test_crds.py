@@ -350,3 +350,34 @@ async def test_x_kubernetes_validations_are_enforced(apiserver: InProcessServer)
         code, error = await api.call("PUT", f"{WIDGETS}/a", created)
         assert code == 422
         assert 'spec: Invalid value: "object": color is immutable' in error["message"]
+
+
+async def test_aggregated_discovery_lists_the_custom_resource(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        await create_widgets_crd(api)
+        accept = (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        )
+        async with session.get(
+            apiserver.url + "/apis", headers={**apiserver.headers(), "Accept": accept}
+        ) as response:
+            assert response.headers["Content-Type"] == (
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            )
+            document = await response.json(content_type=None)
+        groups = {g["metadata"].get("name"): g for g in document["items"]}
+        (version,) = groups["example.com"]["versions"]
+        (resource,) = version["resources"]
+        assert resource["resource"] == "widgets" and resource["scope"] == "Namespaced"
+        assert resource["responseKind"] == {
+            "group": "example.com",
+            "version": "v1",
+            "kind": "Widget",
+        }
+        assert [s["subresource"] for s in resource["subresources"]] == ["status", "scale"]
+        async with session.get(
+            apiserver.url + "/api", headers={**apiserver.headers(), "Accept": accept}
+        ) as response:
+            core = await response.json(content_type=None)
+        assert [g["metadata"].get("name") for g in core["items"]] == [None]

@@ -1,10 +1,12 @@
 """What clients ask before anything else: /version, /api, /apis, resource lists, OpenAPI.
 
-kubectl and the official clients map a kind to a resource through these documents (the
-aggregated-discovery-free legacy form: APIVersions, APIGroupList, APIGroup, APIResourceList),
-and fetch OpenAPI v3 (and v2, see `inplace.api.openapi.v2`) to validate and explain fields.
-Everything here is derived from the kind registry, so a kind added there is discovered
-without touching this module.
+kubectl and the official clients map a kind to a resource through these documents: the
+legacy form (APIVersions, APIGroupList, APIGroup, APIResourceList) and, for a client whose
+Accept header asks for it (kubectl does), aggregated discovery (`apidiscovery.k8s.io/v2`
+`APIGroupDiscoveryList` from `/api` and `/apis`: every group, version and resource in one
+answer); they fetch OpenAPI v3 (and v2, see `inplace.api.openapi.v2`) to validate and explain
+fields. Everything here is derived from the kind registry at request time, so a kind added
+there (a CustomResourceDefinition's) is discovered at once, without touching this module.
 
 Trailing slashes are answered as upstream answers them: its discovery and version endpoints
 are go-restful routes, which match `/version/`, `/api/`, `/apis/`, `/api/v1/` and
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from inplace import __version__
@@ -172,6 +175,113 @@ def api_group_list(registry: Registry) -> dict[str, Any]:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
+# --- aggregated discovery (apidiscovery.k8s.io/v2) ------------------------------------------
+
+_AGGREGATED_GROUP = "apidiscovery.k8s.io"
+_AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_form(accept: str) -> str | None:
+    """The apidiscovery version an Accept header asks `/api` and `/apis` for ("v2" before
+    "v2beta1"), None for the legacy documents. As upstream: a JSON clause naming
+    `g=apidiscovery.k8s.io;v=<version>;as=APIGroupDiscoveryList`."""
+    asked = set()
+    for clause in accept.split(","):
+        media, *params = (part.strip() for part in clause.split(";"))
+        values = dict(p.partition("=")[::2] for p in params)
+        if (
+            media in ("application/json", "*/*")
+            and values.get("g") == _AGGREGATED_GROUP
+            and values.get("as") == "APIGroupDiscoveryList"
+        ):
+            asked.add(values.get("v"))
+    return next((v for v in _AGGREGATED_VERSIONS if v in asked), None)
+
+
+def _response_kind(group: str, version: str, kind: str) -> dict[str, str]:
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _aggregated_resource(kind: Kind) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": kind.plural,
+        "responseKind": _response_kind(kind.group, kind.version, kind.kind),
+        "scope": "Namespaced" if kind.namespaced else "Cluster",
+        "singularResource": kind.singular,
+        "verbs": list(kind.verbs),
+    }
+    if kind.short_names:
+        entry["shortNames"] = list(kind.short_names)
+    if kind.categories:
+        entry["categories"] = list(kind.categories)
+    subresources = []
+    for sub in kind.subresources:
+        legacy = subresource_discovery(kind, sub)
+        subresources.append(
+            {
+                "subresource": sub,
+                "responseKind": _response_kind(
+                    legacy.get("group", kind.group),
+                    legacy.get("version", kind.version),
+                    legacy["kind"],
+                ),
+                "verbs": legacy["verbs"],
+            }
+        )
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated_discovery(registry: Registry, *, core: bool, version: str) -> dict[str, Any]:
+    """The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`: every group, its versions
+    (preferred first) and their resources with subresources, as upstream's aggregated
+    discovery serves them."""
+    groups: dict[str, dict[str, list[Kind]]] = {}
+    for kind in registry.kinds:
+        if (kind.group == "") == core:
+            groups.setdefault(kind.group, {}).setdefault(kind.version, []).append(kind)
+    items = []
+    for group, versions in groups.items():
+        metadata: dict[str, Any] = {"creationTimestamp": None}
+        if group:
+            metadata["name"] = group
+        items.append(
+            {
+                "metadata": metadata,
+                "versions": [
+                    {
+                        "version": served,
+                        "resources": [_aggregated_resource(k) for k in kinds],
+                        "freshness": "Current",
+                    }
+                    for served, kinds in versions.items()
+                ],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"{_AGGREGATED_GROUP}/{version}",
+        "metadata": {},
+        "items": items,
+    }
+
+
+def _aggregated_response(
+    registry: Registry, request: web.Request, *, core: bool
+) -> web.Response | None:
+    version = aggregated_form(request.headers.get("Accept", ""))
+    if version is None:
+        return None
+    body = orjson.dumps(aggregated_discovery(registry, core=core, version=version))
+    response = web.Response(body=body)
+    response.headers["Content-Type"] = (
+        f"application/json;g={_AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
+    )
+    response.headers["Vary"] = "Accept"
+    return response
+
+
 class Discovery:
     """The discovery and OpenAPI endpoints; `address` is the host:port clients reach us at."""
 
@@ -199,6 +309,9 @@ class Discovery:
         return json_response(version_info())
 
     async def api_versions(self, request: web.Request) -> web.Response:
+        aggregated = _aggregated_response(self.registry, request, core=True)
+        if aggregated is not None:
+            return aggregated
         return json_response(
             {
                 "kind": "APIVersions",
@@ -210,6 +323,9 @@ class Discovery:
         )
 
     async def api_groups(self, request: web.Request) -> web.Response:
+        aggregated = _aggregated_response(self.registry, request, core=False)
+        if aggregated is not None:
+            return aggregated
         return json_response(api_group_list(self.registry))
 
     async def core_resources(self, request: web.Request) -> web.Response:
