@@ -147,6 +147,20 @@ def test_a_crd_is_served_to_kubectl_and_the_dynamic_client(cluster: Cluster) -> 
         assert 'spec.engine: Unsupported value: "oracle"' in bad.stderr
         assert 'supported values: "postgres", "mysql"' in bad.stderr
 
+        # A changed CRD, applied again (kubectl's strategic merge patch): served at once.
+        wider = CRD.replace(
+            "    - name: Phase\n",
+            "    - name: Size\n      type: string\n      jsonPath: .spec.engine\n"
+            "      priority: 1\n    - name: Phase\n",
+        )
+        cluster.kubectl("apply", "-f", "-", input=wider)
+        wait_until(
+            lambda: "SIZE" in cluster.kubectl("get", "databases", "-o", "wide").stdout,
+            what="the new printer column",
+        )
+        crds = cluster.kubectl("get", "crd", "databases.e2e.example.com").stdout.splitlines()
+        assert crds[0].split() == ["NAME", "CREATED", "AT"]
+
         _dynamic_client(cluster)
     finally:
         cluster.kubectl("delete", "crd", "databases.e2e.example.com", "--timeout=60s", check=False)
