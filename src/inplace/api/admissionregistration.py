@@ -1,4 +1,5 @@
-"""Upstream's defaults for admissionregistration.k8s.io/v1 webhook configurations.
+"""Upstream's defaults for admissionregistration.k8s.io/v1: webhook configurations and
+ValidatingAdmissionPolicies with their bindings.
 
 Transcribed from ``pkg/apis/admissionregistration/v1/defaults.go``: every webhook fails
 closed, matches equivalent resources, selects every namespace and object and times out after
@@ -58,3 +59,35 @@ def bump_generation_on_webhook_change(new: dict[str, Any], old: Mapping[str, Any
     if new.get("webhooks") != old.get("webhooks"):
         meta = new.setdefault("metadata", {})
         meta["generation"] = int(old.get("metadata", {}).get("generation") or 1) + 1
+
+
+def _default_match_resources(match: object) -> None:
+    """``SetDefaults_MatchResources``: Equivalent, and selectors that select everything."""
+    if not isinstance(match, dict):
+        return
+    if match.get("matchPolicy") is None:
+        match["matchPolicy"] = "Equivalent"
+    for selector in ("namespaceSelector", "objectSelector"):
+        if match.get(selector) is None:
+            match[selector] = {}
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in match.get(key) or ():
+            if isinstance(rule, dict) and rule.get("scope") is None:
+                rule["scope"] = "*"
+
+
+def default_validating_admission_policy(obj: dict[str, Any], on_create: bool) -> None:
+    """``SetDefaults_ValidatingAdmissionPolicySpec``: fails closed; its match constraints'."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if spec.get("failurePolicy") is None:
+        spec["failurePolicy"] = "Fail"
+    _default_match_resources(spec.get("matchConstraints"))
+
+
+def default_validating_admission_policy_binding(obj: dict[str, Any], on_create: bool) -> None:
+    """The binding's ``matchResources`` get the match constraints' defaults."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _default_match_resources(spec.get("matchResources"))

@@ -617,6 +617,39 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        False,
+        subresources=("status",),
+        categories=("api-extensions",),
+        model="V1ValidatingAdmissionPolicy",
+        strategy=Strategy(
+            defaults=webhook_defaults.default_validating_admission_policy,
+            validate=admissionregistration.validate_validating_admission_policy,
+            validate_update=admissionregistration.validate_validating_admission_policy_update,
+            table=webhook_tables.VALIDATING_ADMISSION_POLICY_TABLE,
+        ),
+    ),
+    Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        False,
+        categories=("api-extensions",),
+        model="V1ValidatingAdmissionPolicyBinding",
+        strategy=Strategy(
+            defaults=webhook_defaults.default_validating_admission_policy_binding,
+            validate=admissionregistration.validate_validating_admission_policy_binding,
+            validate_update=(
+                admissionregistration.validate_validating_admission_policy_binding_update
+            ),
+            table=webhook_tables.VALIDATING_ADMISSION_POLICY_BINDING_TABLE,
+        ),
+    ),
+    Kind(
         "authorization.k8s.io",
         "v1",
         "SelfSubjectAccessReview",

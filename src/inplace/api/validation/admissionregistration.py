@@ -1,11 +1,11 @@
-"""Mutating and validating webhook configurations (admissionregistration.k8s.io/v1).
+"""Webhook configurations and ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1).
 
 Upstream's ``pkg/apis/admissionregistration/validation/validation.go`` with its paths and
 messages, and the client-config checks of ``apiserver/pkg/util/webhook/validation.go``. An
 update relaxes what the stored object already broke (side effects, review versions, unique
 names), as upstream's ``validationOptions`` do, so an object stored by an older server can
-still be edited. ``matchConditions`` (CEL) are refused: this server has no CEL evaluator for
-them, and a webhook that silently ignored its conditions would see requests it did not ask for.
+still be edited. A webhook's ``matchConditions`` and a policy's expressions must compile
+(:mod:`inplace.api.cel`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from inplace.api.cel import CompileError, compile_expression
 from inplace.api.names import dns1035_label_errors, dns1123_subdomain_errors
 from inplace.api.validation.errors import (
     FieldError,
@@ -41,6 +42,10 @@ from inplace.api.validation.meta import (
 __all__ = [
     "validate_mutating_webhook_configuration",
     "validate_mutating_webhook_configuration_update",
+    "validate_validating_admission_policy",
+    "validate_validating_admission_policy_binding",
+    "validate_validating_admission_policy_binding_update",
+    "validate_validating_admission_policy_update",
     "validate_validating_webhook_configuration",
     "validate_validating_webhook_configuration_update",
 ]
@@ -167,13 +172,9 @@ def _validate_webhook(
     if mutating:
         _check_choice(errs, hook, path, "reinvocationPolicy", _REINVOCATION)
     _validate_client_config(errs, hook.get("clientConfig"), child_path(path, "clientConfig"))
-    if hook.get("matchConditions"):
-        errs.append(
-            forbidden(
-                child_path(path, "matchConditions"),
-                "match conditions (CEL) are not supported by this API server",
-            )
-        )
+    _validate_named_expressions(
+        errs, hook.get("matchConditions"), child_path(path, "matchConditions")
+    )
 
 
 def _check_choice(
@@ -387,3 +388,173 @@ def _validate_service(errs: list[FieldError], service: Mapping[str, Any], path: 
             invalid(path_field, url_path, f"segment[{i}]: {msg}")
             for msg in dns1123_subdomain_errors(step)
         )
+
+
+# -- ValidatingAdmissionPolicy and its binding ---------------------------------------------------
+
+_POLICY_REASONS: Final = ("Forbidden", "Invalid", "RequestEntityTooLarge")
+VALIDATION_ACTIONS: Final = ("Audit", "Deny", "Warn")
+_PARAM_NOT_FOUND_ACTIONS: Final = ("Allow", "Deny")
+
+
+def _check_expression(errs: list[FieldError], value: object, path: str) -> None:
+    """A CEL expression that compiles (upstream: ``compilation failed: ...``)."""
+    expression = as_str(errs, value, path)
+    if not expression:
+        errs.append(required(path, "expression is not specified"))
+        return
+    try:
+        compile_expression(expression)
+    except CompileError as exc:
+        errs.append(invalid(path, expression, f"compilation failed: {exc}"))
+
+
+def _validate_match_resources(
+    errs: list[FieldError], value: object, path: str, *, rules_required: bool
+) -> None:
+    match = as_map(errs, value, path)
+    for selector in ("namespaceSelector", "objectSelector"):
+        if match.get(selector) is not None:
+            validate_label_selector(errs, match.get(selector), child_path(path, selector))
+    _check_choice(errs, match, path, "matchPolicy", _MATCH_POLICIES)
+    rules_path = child_path(path, "resourceRules")
+    rules = objects_in(as_list(errs, match.get("resourceRules"), rules_path))
+    if rules_required and not rules:
+        errs.append(required(rules_path))
+    for key in ("resourceRules", "excludeResourceRules"):
+        for i, rule in enumerate(objects_in(match.get(key))):
+            _validate_rule_with_operations(errs, rule, index_path(child_path(path, key), i))
+
+
+def validate_validating_admission_policy(errs: list[FieldError], obj: Mapping[str, Any]) -> None:
+    """Upstream ``ValidateValidatingAdmissionPolicy`` (expressions compiled by
+    :mod:`inplace.api.cel`)."""
+    validate_object_meta(errs, obj, namespaced=False, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    policy = spec.get("failurePolicy")
+    if policy is None:
+        errs.append(required("spec.failurePolicy"))
+    elif policy not in _FAILURE_POLICIES:
+        errs.append(not_supported("spec.failurePolicy", policy, _FAILURE_POLICIES))
+    if spec.get("paramKind") is not None:
+        kind = as_map(errs, spec.get("paramKind"), "spec.paramKind")
+        for key in ("apiVersion", "kind"):
+            if not kind.get(key):
+                errs.append(required(f"spec.paramKind.{key}"))
+    if spec.get("matchConstraints") is None:
+        errs.append(required("spec.matchConstraints"))
+    else:
+        _validate_match_resources(
+            errs, spec.get("matchConstraints"), "spec.matchConstraints", rules_required=True
+        )
+    validations = objects_in(as_list(errs, spec.get("validations"), "spec.validations"))
+    if not validations and not spec.get("auditAnnotations"):
+        errs.append(
+            required(
+                "spec.validations", "validations or auditAnnotations must contain at least one item"
+            )
+        )
+    for i, validation in enumerate(validations):
+        path = index_path("spec.validations", i)
+        _check_expression(errs, validation.get("expression"), child_path(path, "expression"))
+        if validation.get("messageExpression"):
+            _check_expression(
+                errs, validation.get("messageExpression"), child_path(path, "messageExpression")
+            )
+        message = validation.get("message")
+        if isinstance(message, str) and message and not message.strip():
+            errs.append(
+                invalid(
+                    child_path(path, "message"), message, "message must be non-empty if specified"
+                )
+            )
+        elif isinstance(message, str) and "\n" in message:
+            errs.append(
+                invalid(
+                    child_path(path, "message"), message, "message must not contain line breaks"
+                )
+            )
+        reason = validation.get("reason")
+        if reason is not None and reason not in _POLICY_REASONS:
+            errs.append(not_supported(child_path(path, "reason"), reason, _POLICY_REASONS))
+    for key in ("variables", "matchConditions"):
+        _validate_named_expressions(errs, spec.get(key), f"spec.{key}")
+
+
+def _validate_named_expressions(errs: list[FieldError], value: object, path: str) -> None:
+    """``matchConditions`` and ``variables``: unique names, expressions that compile."""
+    seen: set[str] = set()
+    for i, item in enumerate(objects_in(as_list(errs, value, path))):
+        item_path = index_path(path, i)
+        name = as_str(errs, item.get("name"), child_path(item_path, "name"))
+        if not name:
+            errs.append(required(child_path(item_path, "name")))
+        elif name in seen:
+            errs.append(duplicate(child_path(item_path, "name"), name))
+        seen.add(name)
+        _check_expression(errs, item.get("expression"), child_path(item_path, "expression"))
+
+
+def validate_validating_admission_policy_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_object_meta_update(errs, new, old)
+    validate_validating_admission_policy(errs, new)
+
+
+def validate_validating_admission_policy_binding(
+    errs: list[FieldError], obj: Mapping[str, Any]
+) -> None:
+    """Upstream ``ValidateValidatingAdmissionPolicyBinding``."""
+    validate_object_meta(errs, obj, namespaced=False, name_fn=name_is_dns_subdomain)
+    spec = as_map(errs, obj.get("spec"), "spec")
+    if not spec.get("policyName"):
+        errs.append(required("spec.policyName"))
+    if spec.get("paramRef") is not None:
+        ref = as_map(errs, spec.get("paramRef"), "spec.paramRef")
+        if ref.get("name") and ref.get("selector") is not None:
+            errs.append(forbidden("spec.paramRef.name", "name and selector are mutually exclusive"))
+        if not ref.get("name") and ref.get("selector") is None:
+            errs.append(required("spec.paramRef", "one of name or selector must be set"))
+        if ref.get("selector") is not None:
+            validate_label_selector(errs, ref.get("selector"), "spec.paramRef.selector")
+        action = ref.get("parameterNotFoundAction")
+        if action is None:
+            errs.append(required("spec.paramRef.parameterNotFoundAction"))
+        elif action not in _PARAM_NOT_FOUND_ACTIONS:
+            errs.append(
+                not_supported(
+                    "spec.paramRef.parameterNotFoundAction", action, _PARAM_NOT_FOUND_ACTIONS
+                )
+            )
+    if spec.get("matchResources") is not None:
+        _validate_match_resources(
+            errs, spec.get("matchResources"), "spec.matchResources", rules_required=False
+        )
+    actions_path = "spec.validationActions"
+    actions = as_list(errs, spec.get("validationActions"), actions_path)
+    if not actions:
+        errs.append(required(actions_path, "at least one validation action is required"))
+    seen: set[str] = set()
+    for i, action in enumerate(actions):
+        if action in seen:
+            errs.append(duplicate(index_path(actions_path, i), action))
+        elif action not in VALIDATION_ACTIONS:
+            errs.append(not_supported(index_path(actions_path, i), action, VALIDATION_ACTIONS))
+        seen.add(str(action))
+    if {"Deny", "Warn"} <= seen:
+        errs.append(
+            invalid(
+                actions_path,
+                actions,
+                "must not contain both Deny and Warn (repeating the same validation failure "
+                "information in the API response and headers serves no purpose)",
+            )
+        )
+
+
+def validate_validating_admission_policy_binding_update(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]
+) -> None:
+    validate_object_meta_update(errs, new, old)
+    validate_validating_admission_policy_binding(errs, new)

@@ -10,7 +10,8 @@ validating webhooks run concurrently on the object about to be stored and the fi
 an answer that is not an AdmissionReview) is ignored under ``failurePolicy: Ignore`` and ends
 the request with a 500 under ``Fail``; nothing is stored in either case until every webhook
 has answered. A dry run is refused by a webhook whose ``sideEffects`` are not ``None`` or
-``NoneOnDryRun``.
+``NoneOnDryRun``. A webhook's ``matchConditions`` (CEL, :mod:`inplace.api.cel`) are
+evaluated before it is called, and it is skipped unless all hold.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inplace.api.cel import CompileError, EvaluationError, compile_expression
 from inplace.api.kinds import Kind, Registry
 from inplace.api.validation.admissionregistration import NO_SIDE_EFFECTS
 from inplace.apiserver.admission import AdmissionRequest
@@ -37,6 +39,7 @@ from inplace.apiserver.webhooks.matching import (
     selects_object,
     sorted_hooks,
 )
+from inplace.apiserver.webhooks.policies import AdmissionPolicies
 from inplace.apiserver.webhooks.review import (
     CallFailed,
     Verdict,
@@ -102,6 +105,7 @@ class WebhookAdmission:
         self._validating = registry.by_kind(ADMISSION_GROUP, "ValidatingWebhookConfiguration")
         self._namespaces = registry.by_kind("", "Namespace")
         self.client = WebhookClient(_CacheObjects(cache, registry))
+        self.policies = AdmissionPolicies(cache, registry)
 
     async def close(self) -> None:
         await self.client.close()
@@ -135,6 +139,26 @@ class WebhookAdmission:
         labels = (entry.value.get("metadata") or {}).get("labels") if entry else None
         return dict(labels) if isinstance(labels, Mapping) else {}
 
+    def _equivalents(self, kind: Kind) -> list[Resource]:
+        """The same group and resource at every version served."""
+        return [
+            _resource(k)
+            for k in self._registry.kinds
+            if k.group == kind.group and k.plural == kind.plural
+        ]
+
+    def _policy_warnings(self, request: AdmissionRequest) -> tuple[str, ...]:
+        requested = _resource(request.kind)
+        if is_exempt(requested):
+            return ()
+        return self.policies.validate(
+            request,
+            requested,
+            self._namespace_of(request),
+            self._namespace_labels(request, requested),
+            self._equivalents(request.kind),
+        )
+
     def _calls(
         self,
         hooks: list[tuple[str, Mapping[str, Any]]],
@@ -144,11 +168,7 @@ class WebhookAdmission:
         requested = _resource(request.kind)
         if is_exempt(requested):
             return []
-        equivalents = [
-            _resource(k)
-            for k in self._registry.kinds
-            if k.group == request.kind.group and k.plural == request.kind.plural
-        ]
+        equivalents = self._equivalents(request.kind)
         namespace = self._namespace_of(request)
         labels: dict[str, str] | None = None
         calls = []
@@ -198,6 +218,8 @@ class WebhookAdmission:
             dry_run=request.dry_run,
             options=request.options,
         )
+        if not self._conditions_hold(call, review["request"]):
+            return None
         timeout = int(hook.get("timeoutSeconds") or 10)
         try:
             body = await self.client.post(
@@ -210,6 +232,34 @@ class WebhookAdmission:
                 return None
             log.warning("failed calling webhook, failing closed %s: %s", call.name, exc)
             raise internal_error(str(exc)) from None
+
+    @staticmethod
+    def _conditions_hold(call: _Call, request: Mapping[str, Any]) -> bool:
+        """The webhook's ``matchConditions`` (CEL), all of which must hold for it to be called;
+        one that cannot be evaluated gets the failure policy."""
+        conditions = call.hook.get("matchConditions") or ()
+        if not conditions:
+            return True
+        variables = {
+            "object": request.get("object"),
+            "oldObject": request.get("oldObject"),
+            "request": request,
+        }
+        for condition in conditions:
+            try:
+                if (
+                    compile_expression(str(condition.get("expression"))).evaluate(variables)
+                    is False
+                ):
+                    return False
+            except (CompileError, EvaluationError) as exc:
+                if call.hook.get("failurePolicy") == "Ignore":
+                    return False
+                raise internal_error(
+                    f'failed calling webhook "{call.name}": failed to evaluate match condition '
+                    f'"{condition.get("name")}": {exc}'
+                ) from None
+        return True
 
     # -- the plugins ---------------------------------------------------------------------------
 
@@ -257,22 +307,23 @@ class WebhookAdmission:
         return changed_any, tuple(warnings)
 
     async def validate(self, request: AdmissionRequest) -> tuple[str, ...]:
-        """Run the validating webhooks concurrently; the first refusal or failure (in their
-        order) is raised once all have answered. Returns their warnings."""
+        """Run the ValidatingAdmissionPolicies, then the validating webhooks concurrently; the
+        first refusal or failure (in their order) is raised once all have answered. Returns
+        their warnings."""
         if request.user is None:
             return ()
+        warnings = list(self._policy_warnings(request))
         hooks = self._configured(self._validating)
         if not hooks:
-            return ()
+            return tuple(warnings)
         obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
         calls = self._calls(hooks, request, obj)
         if not calls:
-            return ()
+            return tuple(warnings)
         outcomes = await asyncio.gather(
             *(self._ask(call, request, obj, mutating=False) for call in calls),
             return_exceptions=True,
         )
-        warnings: list[str] = []
         failure: BaseException | None = None
         for call, outcome in zip(calls, outcomes, strict=True):
             if isinstance(outcome, BaseException):
