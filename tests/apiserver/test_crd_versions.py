@@ -140,3 +140,43 @@ async def test_a_restarted_server_serves_its_stored_crds(tmp_path: Path) -> None
             assert [i["metadata"]["name"] for i in listing["items"]] == ["kept"]
     finally:
         await second.stop()
+
+
+async def test_cluster_scoped_kinds_and_namespace_deletion(apiserver: InProcessServer) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        crd = widget_crd()
+        crd["spec"]["scope"] = "Cluster"
+        await create_widgets_crd(api, crd)
+        cluster_widgets = "/apis/example.com/v1/widgets"
+        code, created = await api.call("POST", cluster_widgets, widget("global"))
+        assert code == 201, created
+        assert "namespace" not in created["metadata"]
+        code, _ = await api.call("GET", f"{WIDGETS}/global")
+        assert code == 404
+        code, listing = await api.call("GET", cluster_widgets)
+        assert [i["metadata"]["name"] for i in listing["items"]] == ["global"]
+
+
+async def test_deleting_a_namespace_deletes_its_custom_resources(
+    apiserver: InProcessServer,
+) -> None:
+    api, session = await make_api(apiserver)
+    async with session:
+        await create_widgets_crd(api)
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scratch"}}
+        code, _ = await api.call("POST", "/api/v1/namespaces", namespace)
+        assert code == 201
+        scratch = "/apis/example.com/v1/namespaces/scratch/widgets"
+        code, _ = await api.call("POST", scratch, widget("w"))
+        assert code == 201
+        code, _ = await api.call("DELETE", "/api/v1/namespaces/scratch")
+        assert code == 200
+        for _ in range(200):
+            code, _ = await api.call("GET", "/api/v1/namespaces/scratch")
+            if code == 404:
+                break
+            await asyncio.sleep(0.05)
+        assert code == 404
+        code, listing = await api.call("GET", scratch)
+        assert listing["items"] == []
