@@ -755,3 +755,54 @@ async def test_kubectl_table_columns(apiserver: InProcessServer, hooks: WebhookS
         table = await response.json()
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Webhooks", "Age"]
     assert table["rows"][0]["cells"][:2] == ["two", 2]
+
+
+async def test_match_conditions(apiserver: InProcessServer, hooks: WebhookServer) -> None:
+    hooks.answers["/label"] = add_label("matched", "yes")
+    conditions = [
+        {"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip-')"},
+        {"name": "creating", "expression": "request.operation == 'CREATE'"},
+    ]
+    await configure(
+        apiserver,
+        MUTATING,
+        "conditional",
+        webhook("cond.example.com", hooks.config("/label"), matchConditions=conditions),
+    )
+    status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("p"))
+    assert status == 201 and body["metadata"]["labels"] == {"matched": "yes"}
+    status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("skip-p"))
+    assert status == 201 and "labels" not in body["metadata"]
+    assert len(hooks.received["/label"]) == 1
+    # A condition that cannot be evaluated gets the failure policy (Fail).
+    broken = [{"name": "broken", "expression": "object.spec.nothing.here == 1"}]
+    await configure(
+        apiserver,
+        VALIDATING,
+        "broken",
+        webhook("broken.example.com", hooks.config("/label"), matchConditions=broken),
+    )
+    status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("q"))
+    assert status == 500
+    assert body["message"] == (
+        'Internal error occurred: failed calling webhook "broken.example.com": failed to '
+        'evaluate match condition "broken": no such key: nothing'
+    )
+    # An expression that does not compile is refused with the configuration.
+    status, body, _ = await call(
+        apiserver,
+        "POST",
+        VALIDATING,
+        {
+            "metadata": {"name": "bad"},
+            "webhooks": [
+                webhook(
+                    "bad.example.com",
+                    hooks.config("/label"),
+                    matchConditions=[{"name": "x", "expression": "object.metadata.name =="}],
+                )
+            ],
+        },
+    )
+    assert status == 422
+    assert body["details"]["causes"][0]["field"] == "webhooks[0].matchConditions[0].expression"

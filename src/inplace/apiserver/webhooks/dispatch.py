@@ -148,6 +148,8 @@ class WebhookAdmission:
         ]
 
     def _policy_warnings(self, request: AdmissionRequest) -> tuple[str, ...]:
+        if not self.policies.active():
+            return ()
         requested = _resource(request.kind)
         if is_exempt(requested):
             return ()

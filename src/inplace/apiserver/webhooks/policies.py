@@ -104,6 +104,10 @@ class AdmissionPolicies:
         entry = self._cache.get(kind, kind.storage_key(name, namespace), namespace)
         return entry.value if entry is not None else None
 
+    def active(self) -> bool:
+        """Whether any binding exists (without one no policy applies)."""
+        return self._bindings is not None and bool(self._cache.count(self._bindings))
+
     def validate(
         self,
         request: AdmissionRequest,
@@ -113,11 +117,7 @@ class AdmissionPolicies:
         equivalents: list[Resource],
     ) -> tuple[str, ...]:
         """Warnings of the failed ``Warn`` validations; raises the first ``Deny``."""
-        if (
-            self._policies is None
-            or self._bindings is None
-            or not self._cache.count(self._bindings)
-        ):
+        if self._policies is None or self._bindings is None or not self.active():
             return ()
         obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
         subresource = request.subresource or ""
