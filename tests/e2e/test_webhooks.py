@@ -311,3 +311,107 @@ def test_webhooks_served_by_a_pod(cluster: Cluster, tmp_path: Path) -> None:
             check=False,
             timeout=150,
         )
+
+
+POLICY_NS = "policy-e2e"
+POLICY = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-max-replicas}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+    namespaceSelector: {matchLabels: {policy-e2e: enabled}}
+  validations:
+  - expression: object.spec.replicas <= 5
+  - expression: has(object.metadata.labels) && 'team' in object.metadata.labels
+    messageExpression: "'deployment ' + object.metadata.name + ' has no team label'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-max-replicas}
+spec:
+  policyName: e2e-max-replicas
+  validationActions: [Deny]
+"""
+
+
+def deployment(name: str, replicas: int, **labels: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": POLICY_NS, "labels": labels},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "nodeSelector": {"inplace.dev/e2e": "nowhere"},
+                        "containers": [
+                            {"name": "app", "image": "busybox", "command": ["sleep", "1d"]}
+                        ],
+                    },
+                },
+            },
+        }
+    )
+
+
+def test_a_validating_admission_policy(cluster: Cluster) -> None:
+    """A CEL policy refuses a Deployment with too many replicas in kubectl's words, and warns
+    instead once its binding says Warn."""
+    try:
+        cluster.kubectl("create", "namespace", POLICY_NS)
+        cluster.kubectl("label", "namespace", POLICY_NS, "policy-e2e=enabled")
+        cluster.kubectl("apply", "-f", "-", input=POLICY)
+        listed = cluster.kubectl("get", "validatingadmissionpolicies", "e2e-max-replicas")
+        assert listed.stdout.split("\n")[0].split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
+        assert listed.stdout.split("\n")[1].split()[:3] == ["e2e-max-replicas", "2", "<unset>"]
+
+        refused = cluster.kubectl(
+            "create", "-f", "-", input=deployment("big", 7, team="a"), check=False
+        )
+        assert refused.returncode == 1
+        assert (
+            'The deployments "big" is invalid: : ValidatingAdmissionPolicy '
+            "'e2e-max-replicas' with binding 'e2e-max-replicas' denied request: failed "
+            "expression: object.spec.replicas <= 5"
+        ) in refused.stderr
+        refused = cluster.kubectl("create", "-f", "-", input=deployment("anon", 1), check=False)
+        assert "denied request: deployment anon has no team label" in refused.stderr
+        cluster.kubectl("create", "-f", "-", input=deployment("fine", 1, team="a"))
+
+        cluster.kubectl(
+            "patch",
+            "validatingadmissionpolicybinding",
+            "e2e-max-replicas",
+            "--type=merge",
+            "-p",
+            '{"spec":{"validationActions":["Warn"]}}',
+        )
+        warned = cluster.kubectl("create", "-f", "-", input=deployment("big", 7, team="a"))
+        assert (
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'e2e-max-replicas' with "
+            "binding 'e2e-max-replicas': failed expression: object.spec.replicas <= 5"
+        ) in warned.stderr
+    finally:
+        cluster.kubectl(
+            "delete",
+            "validatingadmissionpolicybinding,validatingadmissionpolicy",
+            "e2e-max-replicas",
+            "--ignore-not-found",
+            check=False,
+        )
+        cluster.kubectl(
+            "delete",
+            "namespace",
+            POLICY_NS,
+            "--ignore-not-found",
+            "--wait=true",
+            "--timeout=120s",
+            check=False,
+            timeout=150,
+        )
