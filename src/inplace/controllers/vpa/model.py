@@ -17,6 +17,7 @@ seconds. Nothing here reads a clock: every call carries its time.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -258,6 +259,9 @@ class ContainerState:
     last_oom: float | None = None
     oom_streak: int = 0
     """OOM kills in a row, each within ``oom_escalation_window`` of the one before."""
+    recent_highs: deque[tuple[float, int]] = field(default_factory=deque)
+    """Readings of the last ``memory_jump_window``, each higher than every later one (a
+    monotonic queue: the first is the window's high)."""
 
     @property
     def settings(self) -> RecommenderSettings:
@@ -288,6 +292,8 @@ class ContainerState:
         self.last_memory_sample_start = time
         if not is_oom:
             previous, self.last_memory_usage = self.last_memory_usage, usage_bytes
+            if self.settings.memory_jump_window is not None:
+                previous = self._recent_high(time, usage_bytes)
             if previous and usage_bytes > previous and self.settings.memory_jump_margin:
                 self.aggregate.record_jump(time, usage_bytes - previous)
         if self.window_end is None:
@@ -313,6 +319,19 @@ class ContainerState:
             else:
                 self.memory_peak = usage_bytes
         return True
+
+    def _recent_high(self, time: float, usage_bytes: int) -> int:
+        """The highest reading of the last ``memory_jump_window`` before this one (0: none),
+        then this one taken into the window."""
+        window = self.settings.memory_jump_window or 0.0
+        highs = self.recent_highs
+        while highs and highs[0][0] < time - window:
+            highs.popleft()
+        high = highs[0][1] if highs else 0
+        while highs and highs[-1][1] <= usage_bytes:
+            highs.pop()
+        highs.append((time, usage_bytes))
+        return high
 
     def record_oom(self, time: float, requested_memory: int, *, kill: bool = True) -> bool:
         """An OOM kill as an artificial peak: ``max(used + min bump, used * ratio)`` where

@@ -6,11 +6,14 @@ Two recommender presets are named by :data:`VARIANTS`:
   ``model/aggregations_config.go``, ``updater/config``), with only the loop intervals
   shortened for one host;
 * ``inplace`` — the variant built for restart-free resizing (see docs/architecture.md,
-  "The recommender"): memory follows the last hour (5-minute peaks, 30-minute half-life,
-  5% margin), a reading above 93% of the limit asks for 8% more before any OOM, an OOM
-  kill or pause puts a floor under the recommendation so the updater acts at once, kills
-  in a row escalate the bump, and the updater resizes a pod of any age 5% off its target,
-  because an in-place resize costs no restart. CPU keeps upstream's settings.
+  "The recommender"): memory follows the last half hour (5-minute peaks, 15-minute
+  half-life, 3% margin) plus room for 1.25 times the workload's own largest recent rise
+  above its half-hour high (learned from its history, halving each day: thin for smooth
+  workloads, wide for bursty or stepwise ones), a reading above 93% of the limit asks for
+  8% more before any OOM, an OOM kill or pause puts a floor under the recommendation so
+  the updater acts at once, kills in a row escalate the bump, the pod minimum is 64Mi
+  instead of 250Mi, and the updater resizes a pod of any age 5% off its target, because an
+  in-place resize costs no restart. CPU keeps upstream's settings.
 
 Durations are seconds, memory is bytes, CPU is cores unless a name says millicores.
 """
@@ -117,6 +120,11 @@ class RecommenderSettings:
     in steps keeps room for the next burst or step. This is the per-workload-class margin."""
     memory_jump_half_life: float = DAY
     """How fast a remembered jump fades (it halves every this many seconds)."""
+    memory_jump_window: float | None = None
+    """With ``memory_jump_margin``: measure a rise against the highest reading of this many
+    seconds before it instead of the reading just before (None). Noise around a steady level
+    then counts for little (a reading seldom tops the window's high by much), while a burst,
+    a step or a new high of a sawtooth counts in full."""
     oom_escalation_window: float | None = None
     """Our addition (None: off, as upstream). Each further OOM kill of a container within
     this many seconds of its previous one doubles the bump (``+100Mi`` becomes ``+200Mi``,
@@ -188,13 +196,17 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
     "upstream": (RecommenderSettings(), UpdaterSettings()),
     "inplace": (
         RecommenderSettings(
-            memory_histogram_decay_half_life=HOUR / 2,
+            memory_histogram_decay_half_life=HOUR / 4,
             memory_aggregation_interval=300.0,
             memory_aggregation_interval_count=576,
-            memory_safety_margin_fraction=0.05,
+            memory_safety_margin_fraction=0.03,
+            memory_jump_margin=1.25,
+            memory_jump_half_life=DAY,
+            memory_jump_window=HOUR / 2,
             memory_pressure_fraction=0.93,
             memory_pressure_bump=0.08,
-            memory_event_floor_half_life=2 * HOUR,
+            memory_event_floor_half_life=HOUR / 2,
+            pod_min_memory_mb=64.0,
             oom_escalation_window=600.0,
             confidence_interval_memory=2 * HOUR,
         ),

@@ -11,8 +11,10 @@ The simulated cluster is a few nodes with capacity, pods placed first-fit by the
 and per pod the requests it runs with. Every step of the trace, in this order:
 
 1. pods that start are admitted at their VPA's current target (the admission step), or at
-   their *hand-set* size — the peak of each container over its whole life, which is also
-   the ``static-peak`` policy — and placed; pods that end are deleted;
+   their *hand-set* size — what a person writes in the workload's pod template: one size
+   per container name, the peak of that container over every pod of the workload (all
+   replicas, all runs, the whole trace); this is also the ``static-peak`` policy — and
+   placed; pods that end are deleted;
 2. each container's usage is checked against its memory limit (equal to its memory
    request): above it is an OOM kill, recorded as such; otherwise it is a usage sample;
 3. each ``recommender_interval`` the recommender writes every VPA's recommendation;
@@ -34,6 +36,7 @@ import gzip
 import io
 import itertools
 import math
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +91,8 @@ class Trace:
     last_seen: dict[str, float] = field(default_factory=dict)
     peaks: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     """(pod, container) → (peak CPU millicores, peak memory bytes)."""
+    template_peaks: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    """(workload, container) → the peaks over all the workload's pods (its hand-set size)."""
     containers: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -160,6 +165,9 @@ def read_trace(path: Path) -> Trace:
             key = (row.pod, row.container)
             cpu, memory = trace.peaks.get(key, (0, 0))
             trace.peaks[key] = (max(cpu, row.cpu_milli), max(memory, row.memory))
+            template = (workload_of(row.pod), row.container)
+            cpu, memory = trace.template_peaks.get(template, (0, 0))
+            trace.template_peaks[template] = (max(cpu, row.cpu_milli), max(memory, row.memory))
             names = trace.containers.setdefault(row.pod, [])
             if row.container not in names:
                 names.append(row.container)
@@ -197,18 +205,47 @@ POLICIES: Final = ("static-peak", "upstream", "inplace", "inplace+pause")
 """The policies ``inplace replay`` compares by default."""
 
 
+def _floats() -> array[float]:
+    return array("d")
+
+
+def _ints() -> array[int]:
+    return array("q")
+
+
 @dataclass
 class PodSeries:
-    """One pod's usage and requests over time (for plots)."""
+    """One container's usage and requests over time (for plots; compact arrays, since a
+    week of a few hundred pods is a few hundred thousand samples)."""
 
-    times: list[float] = field(default_factory=list)
-    cpu_used: list[int] = field(default_factory=list)
-    cpu_request: list[int] = field(default_factory=list)
-    memory_used: list[int] = field(default_factory=list)
-    memory_request: list[int] = field(default_factory=list)
+    times: array[float] = field(default_factory=_floats)
+    cpu_used: array[int] = field(default_factory=_ints)
+    cpu_request: array[int] = field(default_factory=_ints)
+    memory_used: array[int] = field(default_factory=_ints)
+    memory_request: array[int] = field(default_factory=_ints)
     resizes: list[float] = field(default_factory=list)
     ooms: list[float] = field(default_factory=list)
     evictions: list[float] = field(default_factory=list)
+
+    @property
+    def memory_waste(self) -> int:
+        """Byte-samples requested and not used (the pod's share of the slack)."""
+        return sum(
+            max(r - u, 0) for r, u in zip(self.memory_request, self.memory_used, strict=True)
+        )
+
+
+@dataclass
+class ClusterSeries:
+    """The whole cluster's memory over time, one point per trace step (the summary plot)."""
+
+    times: array[float] = field(default_factory=_floats)
+    memory_requested: array[float] = field(default_factory=_floats)
+    """Bytes requested by the running pods."""
+    memory_used: array[float] = field(default_factory=_floats)
+    """Bytes used by them, each capped at its limit (a killed container used its limit)."""
+    ooms: list[float] = field(default_factory=list)
+    pauses: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -236,6 +273,10 @@ class PolicyResult:
     unplaced_samples: int = 0
     """Samples of pods that found no node with room (not counted above)."""
     series: dict[tuple[str, str], PodSeries] = field(default_factory=dict)
+    cluster: ClusterSeries = field(default_factory=ClusterSeries)
+    memory_saved: float | None = None
+    """Set by :func:`iter_results`: the share of memory-hours saved against the
+    ``static-peak`` policy's (None when that was not replayed)."""
 
     @property
     def cpu_slack(self) -> float:
@@ -360,7 +401,8 @@ class Simulation:
                     self._place(self.pods[name])
 
     def _hand_set(self, pod: str) -> dict[str, tuple[int, int]]:
-        return {c: self.trace.peaks[(pod, c)] for c in self.trace.containers[pod]}
+        workload = workload_of(pod)
+        return {c: self.trace.template_peaks[(workload, c)] for c in self.trace.containers[pod]}
 
     def _admit(self, pod: str, workload: str) -> dict[str, tuple[int, int]]:
         """Upstream's admission step: the VPA's target for each container, else hand-set."""
@@ -416,6 +458,8 @@ class Simulation:
 
     def _observe(self, rows: Iterable[Row], step: float) -> None:
         result = self.result
+        requested = used = 0.0
+        at = self.now - EPOCH
         for row in rows:
             pod = self.pods.get(row.pod)
             if pod is None or pod.node is None:
@@ -427,9 +471,13 @@ class Simulation:
             if oom:
                 if self.policy.pause:
                     result.pauses += 1
+                    result.cluster.pauses.append(at)
                 else:
                     result.ooms += 1
+                    result.cluster.ooms.append(at)
                 used_memory = memory_request  # killed, or paused, at its limit
+            requested += memory_request
+            used += used_memory
             cpu_used = min(row.cpu_milli, cpu_request)
             result.cpu_requested += cpu_request / 1000.0 * step
             result.cpu_used += cpu_used / 1000.0 * step
@@ -439,13 +487,13 @@ class Simulation:
             result.memory_used += used_memory * step
             if self.keep_series:
                 series = result.series.setdefault((row.pod, row.container), PodSeries())
-                series.times.append(self.now - EPOCH)
+                series.times.append(at)
                 series.cpu_used.append(row.cpu_milli)
                 series.cpu_request.append(cpu_request)
                 series.memory_used.append(row.memory)
                 series.memory_request.append(memory_request)
                 if oom:
-                    series.ooms.append(self.now - EPOCH)
+                    series.ooms.append(at)
             if self.recommender is None:
                 continue
             vpa_key: VpaKey = (NAMESPACE, pod.workload)
@@ -472,6 +520,9 @@ class Simulation:
                     cpu_request_millicores=cpu_request,
                     memory_limit_bytes=memory_request,
                 )
+        result.cluster.times.append(at)
+        result.cluster.memory_requested.append(requested)
+        result.cluster.memory_used.append(used)
 
     # -- the VPA loops -----------------------------------------------------------------------
 
@@ -658,18 +709,19 @@ def _job_workloads(trace: Trace) -> set[str]:
 def default_nodes(trace: Trace, nodes: int) -> tuple[int, int]:
     """Node size (CPU millicores, memory bytes) so that the pods' hand-set sizes, at their
     busiest moment, fill the nodes to two thirds, and the largest pod fits twice."""
+
+    def hand_set(pod: str) -> tuple[int, int]:
+        sizes = [trace.template_peaks[(workload_of(pod), c)] for c in trace.containers[pod]]
+        return sum(c for c, _ in sizes), sum(m for _, m in sizes)
+
+    sizes = {pod: hand_set(pod) for pod in trace.pods()}
     busiest_cpu = busiest_memory = 0
     for at, _ in trace.steps:
-        running = [p for p in trace.first_seen if trace.first_seen[p] <= at <= trace.last_seen[p]]
-        cpu = sum(trace.peaks[(p, c)][0] for p in running for c in trace.containers[p])
-        memory = sum(trace.peaks[(p, c)][1] for p in running for c in trace.containers[p])
-        busiest_cpu, busiest_memory = max(busiest_cpu, cpu), max(busiest_memory, memory)
-    largest_cpu = max(
-        sum(trace.peaks[(p, c)][0] for c in trace.containers[p]) for p in trace.pods()
-    )
-    largest_memory = max(
-        sum(trace.peaks[(p, c)][1] for c in trace.containers[p]) for p in trace.pods()
-    )
+        running = [p for p in sizes if trace.first_seen[p] <= at <= trace.last_seen[p]]
+        busiest_cpu = max(busiest_cpu, sum(sizes[p][0] for p in running))
+        busiest_memory = max(busiest_memory, sum(sizes[p][1] for p in running))
+    largest_cpu = max(cpu for cpu, _ in sizes.values())
+    largest_memory = max(memory for _, memory in sizes.values())
     per_cpu = math.ceil(max(busiest_cpu * 1.5 / nodes, 2 * largest_cpu) / 1000) * 1000
     per_memory = math.ceil(max(busiest_memory * 1.5 / nodes, 2 * largest_memory) / GIB) * GIB
     return max(per_cpu, 1000), max(per_memory, GIB)
@@ -685,8 +737,14 @@ def iter_results(
     keep_series: bool,
     progress: Callable[[str, int], None] | None = None,
 ) -> Iterator[PolicyResult]:
-    """Run each named policy over the trace in turn."""
-    for name in policies:
+    """Run each named policy over the trace in turn (``static-peak`` first when it is
+    asked for, so the others' savings against it are known)."""
+    names = list(policies)
+    if "static-peak" in names:
+        names.remove("static-peak")
+        names.insert(0, "static-peak")
+    baseline: PolicyResult | None = None
+    for name in names:
         sim = Simulation(
             trace,
             Policy.of(name),
@@ -695,7 +753,12 @@ def iter_results(
             node_memory=node_memory,
             keep_series=keep_series,
         )
-        yield sim.run(None if progress is None else _bind(progress, name))
+        result = sim.run(None if progress is None else _bind(progress, name))
+        if name == "static-peak":
+            baseline = result
+        if baseline is not None and baseline.memory_requested:
+            result.memory_saved = 1.0 - result.memory_requested / baseline.memory_requested
+        yield result
 
 
 def _bind(progress: Callable[[str, int], None], name: str) -> Callable[[int], None]:
