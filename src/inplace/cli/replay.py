@@ -385,14 +385,7 @@ def _plot_summary(results: Sequence[PolicyResult], path: Path, title: str) -> No
     bars = slack_ax.bar(names, [r.memory_slack * 100 for r in results], color=bar_colors)
     slack_ax.bar_label(bars, fmt="%.1f%%", fontsize=9)
     slack_ax.axhline(AUTOPILOT_SLACK * 100, color="0.3", ls="--", lw=1)
-    slack_ax.annotate(
-        "Autopilot 23%",
-        (len(results) - 0.5, AUTOPILOT_SLACK * 100),
-        xytext=(-2, 3),
-        textcoords="offset points",
-        ha="right",
-        fontsize=9,
-    )
+    slack_ax.set_title(f"memory slack (dashed: Autopilot's {AUTOPILOT_SLACK:.0%})", fontsize=10)
     slack_ax.set_ylabel("memory slack (%)")
     kills_ax.bar(names, [r.ooms for r in results], color=bar_colors, label="OOM kills")
     for index, r in enumerate(results):
@@ -414,9 +407,10 @@ def _plot_summary(results: Sequence[PolicyResult], path: Path, title: str) -> No
         label="pauses",
     )
     kills_ax.set_ylabel("OOM kills (hatched: pauses)")
+    kills_ax.set_title("OOM kills and pauses at the memory limit", fontsize=10)
     kills_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    kills_ax.margins(y=0.15)
-    slack_ax.margins(y=0.15)
+    kills_ax.set_ylim(0, max((r.ooms + r.pauses for r in results), default=0) * 1.2 + 1)
+    slack_ax.set_ylim(0, max((r.memory_slack for r in results), default=0) * 120 + 1)
     for ax in (slack_ax, kills_ax):
         ax.tick_params(axis="x", labelsize=9, labelrotation=10)
     fig.savefig(path, dpi=90, bbox_inches="tight")
@@ -455,7 +449,8 @@ def _plot_pod(results: Sequence[PolicyResult], key: tuple[str, str], path: Path)
             cpu_ax.plot(days, [c / 1000 for c in series.cpu_used], color="0.6", lw=0.7)
             mem_ax.plot(days, [m / GIB for m in series.memory_used], color="0.6", lw=0.7)
         cpu_ax.step(days, [c / 1000 for c in series.cpu_request], where="post", color=color)
-        label = f"{result.policy}: {len(series.ooms)} OOM kills"
+        events = "pauses" if result.policy.endswith("+pause") else "OOM kills"
+        label = f"{result.policy}: {len(series.ooms)} {events}"
         mem_ax.step(
             days, [m / GIB for m in series.memory_request], where="post", color=color, label=label
         )
@@ -466,7 +461,7 @@ def _plot_pod(results: Sequence[PolicyResult], key: tuple[str, str], path: Path)
     cpu_ax.set_ylabel("CPU (cores)")
     mem_ax.set_ylabel("memory (GiB)")
     cpu_ax.set_title(f"{key[0]} / {key[1]}: usage in grey, requests per policy")
-    mem_ax.set_xlabel("day of the trace (x: an OOM kill, v: an eviction)")
+    mem_ax.set_xlabel("day of the trace (x: an OOM kill or a pause, v: an eviction)")
     mem_ax.legend(loc="upper left", fontsize=9)
     for ax in (cpu_ax, mem_ax):
         ax.set_ylim(bottom=0)
