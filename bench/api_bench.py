@@ -8,6 +8,7 @@ Targets (issue 3): mutating calls p99 ≤ 50 ms at 200 writes/s with 10,000 pods
 LIST of 10,000 pods ≤ 1 s; watch delivery p99 ≤ 50 ms with 50 watchers.
 
     python bench/api_bench.py [--pods 10000] [--watchers 50] [--rate 200] [--seconds 10]
+                              [--json FILE]
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import re
 import ssl
 import subprocess
@@ -91,6 +93,20 @@ def start_apiserver(tmp: str) -> tuple[subprocess.Popen[bytes], str, ssl.SSLCont
     return server, f"https://127.0.0.1:{port}", context, token
 
 
+def figures(results: dict[str, Any]) -> dict[str, float]:
+    """The run's figures for ``bench/run.py`` (milliseconds, per second, or a count)."""
+    return {
+        "create_p50": pct(results["create"], 0.5),
+        "creates_per_s": results["creates_per_s"],
+        "list_p50": pct(results["list"], 0.5),
+        "patch_p50": pct(results["patch"], 0.5),
+        "patch_p99": pct(results["patch"], 0.99),
+        "watch_p50": pct(results["delivery"], 0.5),
+        "watch_p99": pct(results["delivery"], 0.99),
+        "watch_delivered": results["delivered"] / max(results["expected"], 1),
+    }
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="inplace-bench-") as tmp:
         server, base, context, token = start_apiserver(tmp)
@@ -98,7 +114,9 @@ async def run(args: argparse.Namespace) -> None:
         connector = aiohttp.TCPConnector(ssl=context, limit=200)
         try:
             async with aiohttp.ClientSession(base, headers=headers, connector=connector) as session:
-                await bench(args, session)
+                results = await bench(args, session)
+            if args.json:
+                Path(args.json).write_text(json.dumps(figures(results)))
         finally:
             server.terminate()
             server.wait(30)
@@ -246,6 +264,7 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=50)
     parser.add_argument("--rate", type=int, default=200)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     run_event_loop(run(parser.parse_args()))
 
 

@@ -21,7 +21,7 @@ browser (the server's share).
 Targets (issue 13): render < 2 s and RSS < 300 MB with 1,000 pods. Printed as PASS/MISS;
 nothing here is a test assertion.
 
-    python bench/dashboard_bench.py [--pods 1000] [--nodes 20] [--loads 5]
+    python bench/dashboard_bench.py [--pods 1000] [--nodes 20] [--loads 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -242,6 +242,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=20, help="simulated nodes (4 CPU, 16Gi)")
     parser.add_argument("--loads", type=int, default=5, help="page loads measured")
     parser.add_argument("--baseline-pods", type=int, default=10)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install -y chromium")
@@ -342,6 +343,15 @@ def main() -> None:
             f"{rss_empty / mb:>16.0f} MB (0 pods)"
             f"  < 300 MB {verdict(peak < 300 * mb)}"
         )
+        if args.json:
+            measured = {
+                "render_p50": statistics.median(render),
+                "render_max": max(render),
+                "snapshot_p50": statistics.median(snapshot_ms),
+                "sort": figures["sort"],
+                "rss_peak": peak / mb,
+            }
+            Path(args.json).write_text(json.dumps(measured))
     finally:
         up.send_signal(signal.SIGTERM)
         try:

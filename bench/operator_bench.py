@@ -20,7 +20,7 @@ applied), and until it is settled (the stock rollout's old pods gone, the operat
 released). Counted per change: pods replaced (a pod at the end whose UID was not there at the
 start), container restarts, ReplicaSets created.
 
-    python bench/operator_bench.py [--replicas 20] [--rounds 5] [--quick]
+    python bench/operator_bench.py [--replicas 20] [--rounds 5] [--quick] [--json FILE]
 """
 
 from __future__ import annotations
@@ -407,6 +407,7 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round (smoke test)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if args.quick:
         args.rounds = 1
@@ -426,6 +427,13 @@ def main() -> int:
         )
         results = asyncio.run(run(plane, args, log))
     table(results, args.replicas)
+    if args.json:
+        figures = {
+            f"{name}_{key}": statistics.median(getattr(c, key) for c in changes)
+            for name, changes in results.items()
+            for key in ("seconds", "settled", "replaced", "restarts")
+        }
+        Path(args.json).write_text(json.dumps(figures))
     print(f"machine now: {machine()}")
     return 0
 

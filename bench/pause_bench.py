@@ -22,7 +22,7 @@ real job loses everything since its start, a JVM adds seconds of start-up.
 
 Target (issue 10): pause p99 ≤ 1 s.
 
-    python bench/pause_bench.py [--spikes 50] [--restarts 50]
+    python bench/pause_bench.py [--spikes 50] [--restarts 50] [--json FILE]
 """
 
 from __future__ import annotations
@@ -254,6 +254,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--spikes", type=int, default=50)
     parser.add_argument("--restarts", type=int, default=50)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("pause_bench needs root (real cgroup limits)", file=sys.stderr)
@@ -311,6 +312,14 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     stalls, totals = result["pause"], result["restart"]
+    if args.json:
+        figures = {
+            "pause_p50": pct(stalls, 0.5),
+            "pause_p99": pct(stalls, 0.99),
+            "restart_p50": pct(totals, 0.5),
+            "restarts": result["restarts"],
+        }
+        Path(args.json).write_text(json.dumps(figures))
     print(f"pause and bump, {len(stalls)} spikes (parked -> running again with the bigger limit):")
     verdict = "PASS" if pct(stalls, 0.99) <= 1000 else "MISS"
     print(

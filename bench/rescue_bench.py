@@ -20,7 +20,7 @@ donor is back at its size once the jobs are deleted. The baseline, in the same r
 same cluster whose services do not allow shrinking.
 
     python bench/rescue_bench.py [--nodes 20] [--burst 300] [--hours 3] [--seed 1]
-                                 [--live] [--live-nodes 10] [--live-jobs 20]
+                                 [--live] [--live-nodes 10] [--live-jobs 20] [--json FILE]
 """
 
 from __future__ import annotations
@@ -273,6 +273,7 @@ def main() -> None:
     parser.add_argument("--live-nodes", type=int, default=10)
     parser.add_argument("--live-jobs", type=int, default=20)
     parser.add_argument("--no-replay", action="store_true", help="only the live part")
+    parser.add_argument("--json", metavar="FILE", help="also write the replay's figures to FILE")
     args = parser.parse_args()
     scenario = Scenario(
         nodes=args.nodes, burst=args.burst, duration=args.hours * 3600.0, seed=args.seed
@@ -285,10 +286,17 @@ def main() -> None:
         f"{scenario.job_seconds / 60:.0f} min arriving at t={scenario.burst_at / 60:.0f} min "
         f"over {scenario.burst_over / 60:.0f} min; {args.hours:g} h simulated"
     )
+    figures: dict[str, float] = {}
     for rescuer in () if args.no_replay else (False, True):
         started = time.perf_counter()
         result = simulate(scenario, rescuer=rescuer)
         print("\n".join(report(result, time.perf_counter() - started)))
+        side = "rescuer" if rescuer else "baseline"
+        figures[f"{side}_placed"] = result.placed / max(result.jobs, 1)
+        figures[f"{side}_wait_p50"] = result.wait(0.5)
+        figures[f"{side}_replay_s"] = time.perf_counter() - started
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures))
     if args.live:
         live(args.live_nodes, args.live_jobs)
 

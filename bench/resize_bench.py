@@ -19,7 +19,7 @@ until the watch shows its container running.
 Targets (issue 4): in-place p99 ≤ 100 ms to the cgroup and ≤ 250 ms to the status, and ≥ 20x
 faster than the restart path.
 
-    python bench/resize_bench.py [--pods 50] [--resizes 200] [--restarts 20]
+    python bench/resize_bench.py [--pods 50] [--resizes 200] [--restarts 20] [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -145,6 +146,16 @@ def running(pod: dict[str, Any]) -> bool:
 def shows(pod: dict[str, Any], size: int) -> bool:
     statuses = pod.get("status", {}).get("containerStatuses") or []
     return bool(statuses) and statuses[0].get("resources") == SIZES[size]
+
+
+def figures(result: dict[str, Any]) -> dict[str, float]:
+    """The run's figures for ``bench/run.py`` (milliseconds)."""
+    return {
+        f"{key}_{name}": pct(result[key], q)
+        for key in ("cgroup", "status", "seen", "restart")
+        for name, q in (("p50", 0.5), ("p99", 0.99))
+        if result[key]
+    }
 
 
 def pid_of(pod: dict[str, Any]) -> int:
@@ -300,6 +311,7 @@ def main() -> int:
         help="run the node agent alone (it approves resizes itself, as upstream's kubelet); "
         "by default the scheduler's arbiter approves each resize first, as in `inplace up`",
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("resize_bench needs root (real cgroup limits)", file=sys.stderr)
@@ -313,6 +325,8 @@ def main() -> int:
         print(exc, file=sys.stderr)
         return 1
 
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures(result)))
     cg, st, rs, seen = result["cgroup"], result["status"], result["restart"], result["seen"]
     print(
         f"in-place resize, {args.pods} running pods, {len(cg)} resizes (from the PATCH returning):"

@@ -16,13 +16,16 @@ Target (issue 5): >= 700 pods/s at 5,000 nodes and 10,000 pods (upstream's kube-
 integration threshold is 680 pods/s). With ``--profile`` the scheduler runs under cProfile
 and the top functions are printed.
 
-    python bench/scheduler_bench.py [--nodes 1000,5000] [--pods 10000] [--profile]
+    python bench/scheduler_bench.py [--nodes 1000,5000] [--pods 10000] [--profile] [--json FILE]
+
+``--json`` writes the figures of the largest node count (``bench/run.py`` reads them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import pstats
 import signal
@@ -496,6 +499,9 @@ async def run(args: argparse.Namespace) -> None:
             f"would place {r['scheduler_cpu_pods_per_s']:.0f} pods/s, the cycle alone "
             f"{r['algorithm_pods_per_s']:.0f} pods/s{verdict}"
         )
+    if args.json:
+        nodes, largest = max(summary, key=lambda run: run[0])
+        Path(args.json).write_text(json.dumps({**largest, "nodes": nodes, "pods": args.pods}))
 
 
 def main() -> None:
@@ -504,6 +510,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--no-events", action="store_true", help="no Scheduled events")
     parser.add_argument("--profile", action="store_true", help="run the scheduler in cProfile")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     asyncio.run(run(parser.parse_args()))
 
 

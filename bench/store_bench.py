@@ -1,7 +1,7 @@
 """Benchmark of inplace.store against naive baselines measured in the same run.
 
-Run: `python bench/store_bench.py [--quick]`. Prints, for each figure, the store's number, the
-baseline's, and PASS/MISS against the target (never exits non-zero on a miss):
+Run: `python bench/store_bench.py [--quick] [--json FILE]`. Prints, for each figure, the store's
+number, the baseline's, and PASS/MISS against the target (never exits non-zero on a miss):
 
 - durable writes (WAL, synchronous=FULL): creates/s and CAS updates/s with 64 concurrent
   callers (so group commit has something to group), p50/p99 call latency; baseline: a plain
@@ -162,7 +162,7 @@ async def store_writes(
     return len(latencies) / (time.perf_counter() - start), latencies
 
 
-async def bench_writes(tmp: str, n: int) -> None:
+async def bench_writes(tmp: str, n: int) -> dict[str, float]:
     print("\ndurable writes (WAL, synchronous=FULL)")
     row("", "store", "baseline (txn per write)")
     base_rate, base_lat = naive_writes(os.path.join(tmp, "naive.db"), max(500, n // 4))
@@ -196,12 +196,13 @@ async def bench_writes(tmp: str, n: int) -> None:
         f"{pct(upd_lat, 0.5) * 1e3:.2f} / {pct(upd_lat, 0.99) * 1e3:.2f} ms",
         blat,
     )
+    return {"creates_per_s": rate, "updates_per_s": upd_rate, "create_p50": pct(lat, 0.5) * 1e3}
 
 
 # -- list --------------------------------------------------------------------------------------
 
 
-async def bench_list(tmp: str, count: int, rounds: int) -> None:
+async def bench_list(tmp: str, count: int, rounds: int) -> dict[str, float]:
     print(f"\nlist of {count:,} pods")
     row("", "store", "baseline (SELECT + json.loads)")
     path = os.path.join(tmp, "list.db")
@@ -257,6 +258,7 @@ async def bench_list(tmp: str, count: int, rounds: int) -> None:
     )
     s50, s99 = pct(past_times, 0.5) * 1e3, pct(past_times, 0.99) * 1e3
     row("past revision (SQL) p50 / p99", f"{s50:.1f} / {s99:.1f} ms", f"{b50:.1f} / {b99:.1f} ms")
+    return {"list_p50": p50, "list_p99": p99, "list_count": count}
 
 
 # -- watch -------------------------------------------------------------------------------------
@@ -316,7 +318,7 @@ async def watch_round(
     return write_lat, deliveries
 
 
-async def bench_watch(tmp: str, watchers: int, writes: int) -> None:
+async def bench_watch(tmp: str, watchers: int, writes: int) -> dict[str, float]:
     print(f"\nwatch fan-out: {writes} writes (4 writers) to {watchers} watchers")
     row("", "store", "baseline")
     store = await Store.open(os.path.join(tmp, "watch.db"))
@@ -345,11 +347,13 @@ async def bench_watch(tmp: str, watchers: int, writes: int) -> None:
         f"{pct(write_lat, 0.5) * 1e3:.2f} / {pct(write_lat, 0.99) * 1e3:.2f} ms",
         f"{b50:.2f} / {b99:.2f} ms (no watchers)",
     )
+    return {"watch_p50": p50, "watch_p99": p99, "watchers": watchers}
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs (smoke test)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     writes, rounds, watch_writes = (2000, 5, 200) if args.quick else (8000, 20, 1000)
     print(
@@ -357,9 +361,11 @@ async def main() -> None:
         f"sqlite {sqlite3.sqlite_version}, {os.cpu_count()} cpus)"
     )
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMPDIR")) as tmp:
-        await bench_writes(tmp, writes)
-        await bench_list(tmp, 10_000, rounds)
-        await bench_watch(tmp, 100, watch_writes)
+        figures = await bench_writes(tmp, writes)
+        figures |= await bench_list(tmp, 10_000, rounds)
+        figures |= await bench_watch(tmp, 100, watch_writes)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures))
 
 
 if __name__ == "__main__":

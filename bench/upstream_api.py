@@ -14,12 +14,17 @@ kube-controller-manager would; kube-apiserver then adds its token volume to ever
 pods are larger: the LIST sizes are printed).
 
     python bench/upstream_api.py [--pods 10000] [--watchers 50] [--rate 200] [--seconds 10]
+                                 [--sides inplace,upstream] [--json FILE]
+
+``--sides upstream`` runs kube-apiserver's side alone (``bench/run.py`` takes its upstream
+column from it); ``--json`` writes each side's figures (``api_bench.figures``).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -70,10 +75,17 @@ async def run(args: argparse.Namespace) -> None:
     )
     results: dict[str, dict[str, Any]] = {}
     for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+        if name not in args.sides.split(","):
+            continue
         print(f"\n== {name}", flush=True)
         results[name] = await side(args)
         cpu = ", ".join(f"{k} {v:.1f} CPU-s" for k, v in results[name]["cpu"].items())
         print(f"  CPU over the whole run: {cpu}; machine now: {machine()}", flush=True)
+    if args.json:
+        figures = {name: api_bench.figures(result) for name, result in results.items()}
+        Path(args.json).write_text(json.dumps(figures))
+    if len(results) < 2:
+        return
     ours, theirs = results["inplace"], results["upstream"]
 
     def both(name: str, key: str, q: float) -> Row:
@@ -122,6 +134,8 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=50)
     parser.add_argument("--rate", type=int, default=200)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--sides", default="inplace,upstream", help="inplace, upstream or both")
+    parser.add_argument("--json", metavar="FILE", help="also write each side's figures to FILE")
     run_event_loop(run(parser.parse_args()))
 
 

@@ -12,16 +12,23 @@ pods (``sleep``, 10m/16Mi, placed by each cluster's scheduler) are all running. 
 agent and its per-container supervisors (shims) are reported apart from the control plane;
 the pods' own processes are not counted.
 
-    python bench/upstream_memory.py [--pods 100] [--settle 20]
+    python bench/upstream_memory.py [--pods 100] [--settle 20] [--sides inplace,upstream]
+                                    [--json FILE]
+
+``--sides`` runs one side alone (``bench/run.py`` takes inplace's memory figures from
+``--sides inplace`` and its upstream column from ``--sides upstream``); ``--json`` writes each
+side's figures (``figures``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -100,6 +107,21 @@ def control_plane(figures: dict[str, dict[str, float]]) -> dict[str, float]:
     return {key: sum(f[key] for f in parts) for key in ("rss", "pss")}
 
 
+def figures(side: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
+    """One side's figures for ``bench/run.py`` (MiB; a shim's PSS is the mean over the
+    shims of the running pods)."""
+    shims = side["pods"]["shims"]
+    return {
+        "control_plane_pss_idle": control_plane(side["idle"])["pss"],
+        "control_plane_rss_idle": control_plane(side["idle"])["rss"],
+        "control_plane_pss_pods": control_plane(side["pods"])["pss"],
+        "node_agent_pss_idle": side["idle"]["node agent"]["pss"],
+        "shim_pss": shims["pss"] / shims["count"] if shims["count"] else float("nan"),
+        "shim_rss": shims["rss"] / shims["count"] if shims["count"] else float("nan"),
+        "shims": shims["count"],
+    }
+
+
 def is_running(pod: dict[str, Any]) -> bool:
     statuses = pod.get("status", {}).get("containerStatuses") or []
     return bool(statuses) and all("running" in s.get("state", {}) for s in statuses)
@@ -165,6 +187,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pods", type=int, default=100)
     parser.add_argument("--settle", type=float, default=20.0, help="seconds before measuring")
+    parser.add_argument("--sides", default="inplace,upstream", help="inplace, upstream or both")
+    parser.add_argument("--json", metavar="FILE", help="also write each side's figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("upstream_memory needs root (real cgroups, and PSS)", file=sys.stderr)
@@ -172,8 +196,14 @@ def main() -> int:
     print(f"machine: {machine()}; {args.pods} pods", flush=True)
     results = {}
     for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+        if name not in args.sides.split(","):
+            continue
         print(f"\n== {name}", flush=True)
         results[name] = side(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps({n: figures(r) for n, r in results.items()}))
+    if len(results) < 2:
+        return 0
     ours, theirs = results["inplace"], results["upstream"]
     rows = []
     for phase, label in (("idle", "idle"), ("pods", f"{args.pods} pods")):

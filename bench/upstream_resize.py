@@ -16,17 +16,23 @@ delivering ``containerStatuses[].resources`` with the new size; then ``--restart
 restart path (delete, create, running) as the baseline.
 
     python bench/upstream_resize.py [--pods 50] [--resizes 200] [--restarts 10]
+                                    [--sides inplace,upstream] [--json FILE]
+
+``--sides upstream`` runs the test bed's side alone (``bench/run.py`` takes its upstream column
+from it); ``--json`` writes each side's figures (``resize_bench.figures``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from resize_bench import bench, inplace_up
+from resize_bench import bench, figures, inplace_up
 from upstream_common import Row, machine, pct, session, side_by_side, testbed, wait_service_account
 
 
@@ -70,6 +76,8 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=50)
     parser.add_argument("--resizes", type=int, default=200)
     parser.add_argument("--restarts", type=int, default=10)
+    parser.add_argument("--sides", default="inplace,upstream", help="inplace, upstream or both")
+    parser.add_argument("--json", metavar="FILE", help="also write each side's figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("upstream_resize needs root (real cgroup limits)", file=sys.stderr)
@@ -81,9 +89,15 @@ def main() -> int:
     )
     results: dict[str, dict[str, Any]] = {}
     for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+        if name not in args.sides.split(","):
+            continue
         print(f"\n== {name}", flush=True)
         results[name] = side(args)
         summary(name, results[name])
+    if args.json:
+        Path(args.json).write_text(json.dumps({n: figures(r) for n, r in results.items()}))
+    if len(results) < 2:
+        return 0
     ours, theirs = results["inplace"], results["upstream"]
 
     def both(label: str, key: str, q: float) -> Row:

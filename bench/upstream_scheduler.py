@@ -18,12 +18,17 @@ runs the test bed's kube-scheduler as it starts it, with kube-scheduler's defaul
 limit (50 QPS, burst 100), which caps it near 25-50 pods/s: use small ``--pods`` with it.
 
     python bench/upstream_scheduler.py [--nodes 5000] [--pods 10000] [--kube-api-qps 5000]
+                                       [--sides inplace,upstream] [--json FILE]
+
+``--sides upstream`` runs kube-scheduler's side alone (``bench/run.py`` takes its upstream
+column from it); ``--json`` writes each side's figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import tempfile
@@ -131,8 +136,23 @@ async def run(args: argparse.Namespace) -> None:
     )
     results: dict[str, dict[str, Any]] = {}
     for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+        if name not in args.sides.split(","):
+            continue
         print(f"\n== {name}", flush=True)
         results[name] = await side(args)
+    if args.json:
+        figures = {
+            name: {
+                "pods_per_s": args.pods / result["elapsed"],
+                "creates_per_s": args.pods / result["create_s"],
+                "nodes": args.nodes,
+                "pods": args.pods,
+            }
+            for name, result in results.items()
+        }
+        Path(args.json).write_text(json.dumps(figures))
+    if len(results) < 2:
+        return
     ours, theirs = results["inplace"], results["upstream"]
     side_by_side(
         f"Scheduling: inplace's scheduler vs kube-scheduler, {args.nodes} nodes, {args.pods} pods",
@@ -190,6 +210,8 @@ def main() -> int:
         help="kube-scheduler's client rate limit (default 5000, as upstream's scheduler_perf); "
         "0: the test bed's kube-scheduler with its default (50)",
     )
+    parser.add_argument("--sides", default="inplace,upstream", help="inplace, upstream or both")
+    parser.add_argument("--json", metavar="FILE", help="also write each side's figures to FILE")
     asyncio.run(run(parser.parse_args()))
     return 0
 

@@ -19,7 +19,7 @@ all 500 pods the same way.
 Targets (issue 8): 0 restarts and at least 10x faster than the rollout; 500 replicas all resized
 within 10 s.
 
-    python bench/workload_bench.py [--replicas 20] [--simulated-replicas 500]
+    python bench/workload_bench.py [--replicas 20] [--simulated-replicas 500] [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -323,6 +324,7 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=20)
     parser.add_argument("--simulated-replicas", type=int, default=500)
     parser.add_argument("--simulated-nodes", type=int, default=50)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("workload_bench needs root (real cgroup limits)", file=sys.stderr)
@@ -343,6 +345,14 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     speedup = one["rollout"] / max(one["in_place"], 1e-9)
     restarted = one["replaced"] + one["container_restarts"]
+    if args.json:
+        figures = {
+            "in_place_s": one["in_place"],
+            "rollout_s": one["rollout"],
+            "restarts": restarted,
+            "simulated_resize_s": two["resize"],
+        }
+        Path(args.json).write_text(json.dumps(figures))
     print(f"{args.replicas}-replica Deployment on 2 real nodes, one size change:")
     print(
         f"  in place (template resources only)    {one['in_place']:7.2f} s   restarts "
