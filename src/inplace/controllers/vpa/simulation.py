@@ -24,6 +24,11 @@ and per pod the requests it runs with. Every step of the trace, in this order:
    step), one larger than the node is ``Infeasible``; an eviction recreates the pod at once
    through admission.
 
+So the policies react once per trace step, and a rise between two samples is taken to
+happen at once, before any reaction: the harshest reading of a trace (live, the updater
+reacts every 10 s and a resize lands in 10-20 ms), so OOM kills counted here are an upper
+bound for the live policy.
+
 The result counts what an operator cares about: relative slack
 ``sum(requested - used) / sum(requested)`` over all samples (used capped at the request),
 CPU demand above the request, OOM kills, resizes, evictions, and requested resource-hours.
