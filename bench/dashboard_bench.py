@@ -21,7 +21,8 @@ browser (the server's share).
 Targets (issue 13): render < 2 s and RSS < 300 MB with 1,000 pods. Printed as PASS/MISS;
 nothing here is a test assertion.
 
-    python bench/dashboard_bench.py [--pods 1000] [--nodes 20] [--loads 5] [--json FILE]
+    python bench/dashboard_bench.py [--pods 1000] [--nodes 20] [--loads 5] [--watch-seconds 20]
+                                    [--json FILE]
 """
 
 from __future__ import annotations
@@ -184,7 +185,9 @@ def measure_page(context: Any, base: str, route: str, rows: int) -> float:
         page.close()
 
 
-def browse(base: str, url: str, pods: int, baseline: int, loads: int) -> dict[str, Any]:
+def browse(
+    base: str, url: str, pods: int, baseline: int, loads: int, watch_seconds: float = 20.0
+) -> dict[str, Any]:
     profile_dir = tempfile.mkdtemp(prefix="inplace-bench-chromium-")
     try:
         with sync_playwright() as p:
@@ -213,7 +216,8 @@ def browse(base: str, url: str, pods: int, baseline: int, loads: int) -> dict[st
                     timeout=120_000,
                 )
                 page.evaluate("inplaceDashboard.drawMs.length = 0")
-                page.wait_for_timeout(20_000)  # live updates: every row changes each round
+                # live updates: every row changes each round
+                page.wait_for_timeout(watch_seconds * 1000)
                 redraw = page.evaluate("inplaceDashboard.drawMs.slice()")
                 sort = page.evaluate(
                     """() => new Promise((done) => {
@@ -242,6 +246,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=20, help="simulated nodes (4 CPU, 16Gi)")
     parser.add_argument("--loads", type=int, default=5, help="page loads measured")
     parser.add_argument("--baseline-pods", type=int, default=10)
+    parser.add_argument(
+        "--watch-seconds", type=float, default=20.0, help="live updates watched, seconds"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
@@ -311,7 +318,7 @@ def main() -> None:
         snapshot_bytes = snapshot[-1][2]
 
         peak = board.memory_info().rss
-        figures = browse(base, url, args.pods, args.baseline_pods, args.loads)
+        figures = browse(base, url, args.pods, args.baseline_pods, args.loads, args.watch_seconds)
         peak = max(peak, board.memory_info().rss)
         rss_end = board.memory_info().rss
 
@@ -334,7 +341,7 @@ def main() -> None:
             print(
                 f"{'live updates: drawing slice, p50 / longest':<46}"
                 f"{statistics.median(redraw):>13.0f} / {max(redraw):>4.0f} ms"
-                f"{'':>22}  ({len(redraw)} slices in 20 s)"
+                f"{'':>22}  ({len(redraw)} slices in {args.watch_seconds:g} s)"
             )
         print(f"{'sort by memory usage (click → painted)':<46}{figures['sort']:>19.0f} ms")
         print(

@@ -134,7 +134,7 @@ SCHEDULER = {"nodes": "5000", "pods": "1000"}
 SCHEDULER_FULL = {"nodes": "5000", "pods": "10000"}
 RESIZE = {"pods": "5", "resizes": "30", "restarts": "5"}
 RESIZE_FULL = {"pods": "50", "resizes": "200", "restarts": "20"}
-MEMORY = {"pods": "10", "settle": "3"}
+MEMORY = {"pods": "10", "settle": "2"}
 MEMORY_FULL = {"pods": "100", "settle": "20"}
 
 BENCHMARKS: tuple[Benchmark, ...] = (
@@ -168,7 +168,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "dashboard",
         "dashboard_bench.py",
-        {"pods": "50", "nodes": "2", "loads": "2"},
+        {"pods": "50", "nodes": "2", "loads": "2", "watch_seconds": "5"},
         {"pods": "1000", "nodes": "20", "loads": "5"},
         quick_runs=1,
     ),
