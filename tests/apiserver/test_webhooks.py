@@ -806,3 +806,59 @@ async def test_match_conditions(apiserver: InProcessServer, hooks: WebhookServer
     )
     assert status == 422
     assert body["details"]["causes"][0]["field"] == "webhooks[0].matchConditions[0].expression"
+
+
+async def test_a_scale_write_sends_the_scale(
+    apiserver: InProcessServer, hooks: WebhookServer
+) -> None:
+    """A webhook on ``deployments/scale`` is sent autoscaling/v1 Scales (as upstream's), and
+    what a mutating one patches in the Scale's replicas is what the Deployment gets."""
+
+    async def cap(request: dict[str, Any]) -> dict[str, Any]:
+        if request["object"]["spec"]["replicas"] > 3:
+            return allow(
+                request["uid"], **patch_of({"op": "replace", "path": "/spec/replicas", "value": 3})
+            )
+        return allow(request["uid"])
+
+    hooks.answers["/cap"] = cap
+    scale_rule = {
+        "operations": ["UPDATE"],
+        "apiGroups": ["apps"],
+        "apiVersions": ["v1"],
+        "resources": ["deployments/scale"],
+    }
+    await configure(
+        apiserver,
+        MUTATING,
+        "cap",
+        webhook("cap.example.com", hooks.config("/cap"), rules=[scale_rule]),
+    )
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+            },
+        },
+    }
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    status, body, _ = await call(apiserver, "POST", path, deployment)
+    assert status == 201, body
+    status, body, _ = await call(
+        apiserver, "PATCH", f"{path}/web/scale", {"spec": {"replicas": 10}}, MERGE
+    )
+    assert status == 200, body
+    assert body["spec"]["replicas"] == 3
+    status, body, _ = await call(apiserver, "GET", f"{path}/web")
+    assert body["spec"]["replicas"] == 3
+    (review,) = hooks.received["/cap"]
+    request = review["request"]
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert request["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert request["subResource"] == "scale"
+    assert request["object"]["kind"] == "Scale"
+    assert request["oldObject"]["spec"]["replicas"] == 1

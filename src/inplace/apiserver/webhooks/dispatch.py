@@ -21,7 +21,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from inplace.api.cel import CompileError, EvaluationError, compile_expression
 from inplace.api.kinds import Kind, Registry
@@ -89,6 +89,38 @@ class _CacheObjects:
     def list_in(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
         served = self._registry.by_kind(group, kind)
         return self._cache.iter_values(served, namespace) if served is not None else ()
+
+
+#: What a webhook on ``<resource>/scale`` is sent: the Scale, as upstream's.
+SCALE_KIND: Final = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+
+
+def _is_scale(request: AdmissionRequest) -> bool:
+    return request.subresource == "scale"
+
+
+def _sent(request: AdmissionRequest, obj: Mapping[str, Any] | None) -> Any:
+    """The object as a webhook sees it: the autoscaling/v1 Scale of a ``scale`` write (no
+    labels, so an ``objectSelector`` with terms never picks it, as upstream's), else itself."""
+    if obj is None or not _is_scale(request):
+        return obj
+    # subresources imports REST, which imports this package: imported when first needed.
+    from inplace.apiserver.subresources import scale_of
+
+    return scale_of(request.kind, dict(obj))
+
+
+def _scale_back(kind: Kind, stored: dict[str, Any], scale: Mapping[str, Any]) -> None:
+    """A mutating webhook's change of a Scale's ``spec.replicas``, in the object written."""
+    from inplace.apiserver.crds.scale import set_replicas
+
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        return
+    if kind.crd is not None and kind.crd.scale is not None:
+        set_replicas(kind.crd.scale, stored, replicas)
+    else:
+        stored.setdefault("spec", {})["replicas"] = replicas
 
 
 def _resource(kind: Kind) -> Resource:
@@ -183,7 +215,7 @@ class WebhookAdmission:
                 namespace,
                 equivalents,
             )
-            if matched is None or not selects_object(hook, obj, request.old):
+            if matched is None or not selects_object(hook, obj, _sent(request, request.old)):
                 continue
             if labels is None:
                 labels = self._namespace_labels(request, requested)
@@ -216,9 +248,10 @@ class WebhookAdmission:
             namespace=self._namespace_of(request) if request.kind.namespaced else "",
             user=request.user,
             obj=obj,
-            old=request.old,
+            old=_sent(request, request.old),
             dry_run=request.dry_run,
             options=request.options,
+            kind=SCALE_KIND if _is_scale(request) else None,
         )
         if not self._conditions_hold(call, review["request"]):
             return None
@@ -273,7 +306,8 @@ class WebhookAdmission:
         hooks = self._configured(self._mutating)
         if not hooks:
             return False, ()
-        obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        stored = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        obj = _sent(request, stored)
         warnings: list[str] = []
         changed_any = False
         invoked_reinvocable: list[str] = []
@@ -291,14 +325,18 @@ class WebhookAdmission:
                     raise denied(call.name, verdict.result)
                 changed = False
                 if verdict.patch:
-                    sent = as_version(obj, call.matched)
+                    scale = _is_scale(request)
+                    sent = obj if scale else as_version(obj, call.matched)
                     patched = apply_patch(call.name, sent, verdict.patch)
-                    patched["apiVersion"] = request.kind.api_version
+                    if not scale:
+                        patched["apiVersion"] = request.kind.api_version
                     if obj is not None and patched != obj:
                         assert isinstance(obj, dict)
                         obj.clear()
                         obj.update(patched)
                         changed = changed_any = True
+                        if scale and isinstance(stored, dict):
+                            _scale_back(request.kind, stored, obj)
                 if changed and round_ == 1:
                     reinvoke.update(invoked_reinvocable)
                     invoked_reinvocable.clear()
@@ -318,7 +356,7 @@ class WebhookAdmission:
         hooks = self._configured(self._validating)
         if not hooks:
             return tuple(warnings)
-        obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        obj = _sent(request, request.obj if request.operation in ("CREATE", "UPDATE") else None)
         calls = self._calls(hooks, request, obj)
         if not calls:
             return tuple(warnings)

@@ -82,19 +82,21 @@ def build_review(
     old: Mapping[str, Any] | None,
     dry_run: bool,
     options: Mapping[str, Any] | None,
+    kind: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``AdmissionReview`` sent: ``kind``/``resource`` at the version the webhook matched,
-    ``requestKind``/``requestResource`` as the client asked."""
+    ``requestKind``/``requestResource`` as the client asked. `kind`: the objects' own kind when
+    a subresource has one (``scale``: the objects are Scales, sent as they are)."""
     request: dict[str, Any] = {
         "uid": uid,
-        "kind": matched.gvk(),
+        "kind": dict(kind) if kind else matched.gvk(),
         "resource": matched.gvr(),
-        "requestKind": requested.gvk(),
+        "requestKind": dict(kind) if kind else requested.gvk(),
         "requestResource": requested.gvr(),
         "operation": operation,
         "userInfo": user_info(user),
-        "object": as_version(obj, matched),
-        "oldObject": as_version(old, matched),
+        "object": obj if kind else as_version(obj, matched),
+        "oldObject": old if kind else as_version(old, matched),
         "dryRun": dry_run,
         "options": dict(options) if options is not None else None,
     }
