@@ -862,3 +862,60 @@ async def test_a_scale_write_sends_the_scale(
     assert request["subResource"] == "scale"
     assert request["object"]["kind"] == "Scale"
     assert request["oldObject"]["spec"]["replicas"] == 1
+
+
+async def test_connect_is_admitted_with_its_options(
+    apiserver: InProcessServer, hooks: WebhookServer
+) -> None:
+    """``kubectl exec`` is a CONNECT of ``pods/exec``: a webhook sees the PodExecOptions and
+    may refuse before any stream is opened."""
+
+    async def no_exec(request: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {
+                "uid": request["uid"],
+                "allowed": False,
+                "status": {"code": 403, "reason": "Forbidden", "message": "no exec here"},
+            },
+        }
+
+    hooks.answers["/no-exec"] = no_exec
+    status, _, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("p"))
+    assert status == 201
+    connect = {
+        "operations": ["CONNECT"],
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "resources": ["pods/exec"],
+    }
+    await configure(
+        apiserver,
+        VALIDATING,
+        "no-exec",
+        webhook("no-exec.example.com", hooks.config("/no-exec"), rules=[connect]),
+    )
+    status, body, _ = await call(
+        apiserver, "GET", f"{NAMESPACES}/default/pods/p/exec?command=ls&command=-l&stdout=true"
+    )
+    assert status == 403
+    assert (
+        body["message"]
+        == 'admission webhook "no-exec.example.com" denied the request: no exec here'
+    )
+    (review,) = hooks.received["/no-exec"]
+    request = review["request"]
+    assert (request["operation"], request["subResource"]) == ("CONNECT", "exec")
+    assert request["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
+    assert request["object"] == {
+        "kind": "PodExecOptions",
+        "apiVersion": "v1",
+        "stdout": True,
+        "command": ["ls", "-l"],
+    }
+    # attach is another subresource: not matched, the request goes on (and needs an upgrade).
+    status, body, _ = await call(
+        apiserver, "GET", f"{NAMESPACES}/default/pods/p/attach?stdout=true"
+    )
+    assert status == 400

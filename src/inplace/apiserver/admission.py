@@ -29,7 +29,7 @@ __all__ = ["AdmissionRequest", "ValidatingAdmission"]
 class AdmissionRequest:
     """One write as admission sees it (upstream ``admission.Attributes``)."""
 
-    operation: Literal["CREATE", "UPDATE", "DELETE"]
+    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
     kind: Kind
     namespace: str | None
     name: str

@@ -40,9 +40,11 @@ from inplace.api.remotecommand import ExecOptions, exec_options, node_query
 from inplace.apiserver.auth import NODE_PREFIX, TokenFile
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, not_found
+from inplace.apiserver.httputil import USER
 from inplace.apiserver.nodemetrics import kubelet_endpoint
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
+from inplace.apiserver.webhooks import connect_request
 from inplace.upgrade import hijack, is_upgrade_request
 
 __all__ = ["STREAMING_SUBRESOURCES", "PodStreams", "container_for"]
@@ -125,6 +127,17 @@ class PodStreams:
         options = exec_options(request.query.items())
         entry = await self.rest.get_entry(info.kind, info.namespace, info.name)
         pod = entry.value
+        if self.rest.webhooks is not None:
+            await self.rest.webhooks.connect(
+                connect_request(
+                    info.kind,
+                    info.namespace,
+                    info.name,
+                    info.subresource or "exec",
+                    options,
+                    request[USER],
+                )
+            )
         container = container_for(pod, options.container)
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:

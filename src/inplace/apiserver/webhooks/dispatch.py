@@ -46,6 +46,7 @@ from inplace.apiserver.webhooks.review import (
     apply_patch,
     as_version,
     build_review,
+    connect_options,
     denied,
     dry_run_unsupported,
     internal_error,
@@ -54,7 +55,7 @@ from inplace.apiserver.webhooks.review import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WebhookAdmission"]
+__all__ = ["WebhookAdmission", "connect_request"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,15 @@ class _CacheObjects:
 SCALE_KIND: Final = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 
 
+def _object_kind(request: AdmissionRequest) -> dict[str, str] | None:
+    """The objects' kind when it is not the resource's: a Scale, or a CONNECT's options."""
+    if _is_scale(request):
+        return dict(SCALE_KIND)
+    if request.operation == "CONNECT":
+        return {"group": "", "version": "v1", "kind": str(request.obj.get("kind", ""))}
+    return None
+
+
 def _is_scale(request: AdmissionRequest) -> bool:
     return request.subresource == "scale"
 
@@ -121,6 +131,22 @@ def _scale_back(kind: Kind, stored: dict[str, Any], scale: Mapping[str, Any]) ->
         set_replicas(kind.crd.scale, stored, replicas)
     else:
         stored.setdefault("spec", {})["replicas"] = replicas
+
+
+def connect_request(
+    kind: Kind, namespace: str, name: str, subresource: str, options: Any, user: Any
+) -> AdmissionRequest:
+    """The admission request of a ``CONNECT`` to a pod's ``exec`` or ``attach``."""
+    return AdmissionRequest(
+        "CONNECT",
+        kind,
+        namespace,
+        name,
+        subresource,
+        connect_options(subresource, options),
+        None,
+        user,
+    )
 
 
 def _resource(kind: Kind) -> Resource:
@@ -251,7 +277,7 @@ class WebhookAdmission:
             old=_sent(request, request.old),
             dry_run=request.dry_run,
             options=request.options,
-            kind=SCALE_KIND if _is_scale(request) else None,
+            kind=_object_kind(request),
         )
         if not self._conditions_hold(call, review["request"]):
             return None
@@ -306,7 +332,7 @@ class WebhookAdmission:
         hooks = self._configured(self._mutating)
         if not hooks:
             return False, ()
-        stored = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        stored = request.obj if request.operation != "DELETE" else None
         obj = _sent(request, stored)
         warnings: list[str] = []
         changed_any = False
@@ -324,7 +350,7 @@ class WebhookAdmission:
                 if not verdict.allowed:
                     raise denied(call.name, verdict.result)
                 changed = False
-                if verdict.patch:
+                if verdict.patch and request.operation != "CONNECT":
                     scale = _is_scale(request)
                     sent = obj if scale else as_version(obj, call.matched)
                     patched = apply_patch(call.name, sent, verdict.patch)
@@ -346,6 +372,13 @@ class WebhookAdmission:
                 break
         return changed_any, tuple(warnings)
 
+    async def connect(self, request: AdmissionRequest) -> tuple[str, ...]:
+        """A ``CONNECT`` (``pods/exec``, ``pods/attach``), admitted with its options as the
+        object: mutating webhooks are called (their patches are not applied), then the
+        policies and validating webhooks; a refusal ends the request before the stream."""
+        _, warnings = await self.mutate(request)
+        return warnings + await self.validate(request)
+
     async def validate(self, request: AdmissionRequest) -> tuple[str, ...]:
         """Run the ValidatingAdmissionPolicies, then the validating webhooks concurrently; the
         first refusal or failure (in their order) is raised once all have answered. Returns
@@ -356,7 +389,7 @@ class WebhookAdmission:
         hooks = self._configured(self._validating)
         if not hooks:
             return tuple(warnings)
-        obj = _sent(request, request.obj if request.operation in ("CREATE", "UPDATE") else None)
+        obj = _sent(request, request.obj if request.operation != "DELETE" else None)
         calls = self._calls(hooks, request, obj)
         if not calls:
             return tuple(warnings)

@@ -119,7 +119,7 @@ class AdmissionPolicies:
         """Warnings of the failed ``Warn`` validations; raises the first ``Deny``."""
         if self._policies is None or self._bindings is None or not self.active():
             return ()
-        obj = request.obj if request.operation in ("CREATE", "UPDATE") else None
+        obj = request.obj if request.operation != "DELETE" else None
         subresource = request.subresource or ""
         review = build_review(
             str(uuid.uuid4()),

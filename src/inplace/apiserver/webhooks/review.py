@@ -68,6 +68,21 @@ def as_version(obj: Mapping[str, Any] | None, resource: Resource) -> Any:
     return {**obj, "apiVersion": resource.api_version}
 
 
+def connect_options(subresource: str, options: Any) -> dict[str, Any]:
+    """What a ``CONNECT`` of ``pods/exec`` or ``pods/attach`` is admitted as: the request's
+    ``PodExecOptions`` / ``PodAttachOptions`` (`options`: an ``ExecOptions``)."""
+    kind = "PodAttachOptions" if subresource == "attach" else "PodExecOptions"
+    obj: dict[str, Any] = {"kind": kind, "apiVersion": "v1"}
+    for key in ("stdin", "stdout", "stderr", "tty"):
+        if getattr(options, key):
+            obj[key] = True
+    if options.container:
+        obj["container"] = options.container
+    if kind == "PodExecOptions":
+        obj["command"] = list(options.command)
+    return obj
+
+
 def build_review(
     uid: str,
     *,
