@@ -919,3 +919,49 @@ async def test_connect_is_admitted_with_its_options(
         apiserver, "GET", f"{NAMESPACES}/default/pods/p/attach?stdout=true"
     )
     assert status == 400
+
+
+async def test_an_eviction_is_admitted_as_an_eviction(
+    apiserver: InProcessServer, hooks: WebhookServer
+) -> None:
+    async def no_eviction(request: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {
+                "uid": request["uid"],
+                "allowed": False,
+                "status": {"code": 403, "reason": "Forbidden", "message": "keep it"},
+            },
+        }
+
+    hooks.answers["/no-eviction"] = no_eviction
+    status, _, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods", pod("p"))
+    assert status == 201
+    rule = {
+        "operations": ["CREATE"],
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "resources": ["pods/eviction"],
+    }
+    await configure(
+        apiserver,
+        VALIDATING,
+        "no-eviction",
+        webhook("no-eviction.example.com", hooks.config("/no-eviction"), rules=[rule]),
+    )
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+    status, body, _ = await call(
+        apiserver, "POST", f"{NAMESPACES}/default/pods/p/eviction", eviction
+    )
+    assert status == 403, body
+    assert body["message"].endswith("denied the request: keep it")
+    request = hooks.received["/no-eviction"][0]["request"]
+    assert request["kind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert (request["subResource"], request["name"]) == ("eviction", "p")
+    status, _, _ = await call(apiserver, "GET", f"{NAMESPACES}/default/pods/p")
+    assert status == 200
+    # A binding is another subresource: not matched, the pod is bound.
+    binding = {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}}
+    status, body, _ = await call(apiserver, "POST", f"{NAMESPACES}/default/pods/p/binding", binding)
+    assert status == 201, body

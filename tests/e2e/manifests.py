@@ -286,4 +286,43 @@ metadata: {name: lease-holders, namespace: tour}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease-holder}
 subjects:
 - {kind: ServiceAccount, name: holder, namespace: tour}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: tour-mutating}
+webhooks:
+- name: mutating.tour.example.com
+  clientConfig: {url: "https://127.0.0.1:1/never"}
+  rules:
+  - {operations: [CREATE], apiGroups: [tour.example.com], apiVersions: [v1], resources: [nothings]}
+  failurePolicy: Ignore
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: tour-validating}
+webhooks:
+- name: validating.tour.example.com
+  clientConfig: {url: "https://127.0.0.1:1/never"}
+  rules:
+  - {operations: [CREATE], apiGroups: [tour.example.com], apiVersions: [v1], resources: [nothings]}
+  failurePolicy: Ignore
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: tour-policy}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE], apiGroups: [tour.example.com], apiVersions: [v1], resources: [nothings]}
+  validations:
+  - expression: "true"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: tour-policy}
+spec: {policyName: tour-policy, validationActions: [Audit]}
 """

@@ -49,6 +49,7 @@ from inplace.apiserver.serviceaccounts.review import token_review
 from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
+from inplace.apiserver.webhooks import subresource_create
 
 
 def object_body(body: Any, kind: Kind) -> dict[str, Any]:
@@ -279,6 +280,19 @@ class Resources:
         dry_run: bool,
     ) -> web.Response:
         kind, ns, rest = info.kind, info.namespace, self.rest
+        if info.subresource in ("binding", "eviction") and rest.webhooks is not None:
+            assert ns is not None and info.name is not None
+            await rest.webhooks.connect(
+                subresource_create(
+                    kind,
+                    ns,
+                    info.name,
+                    info.subresource,
+                    body if isinstance(body, dict) else {},
+                    request[USER],
+                    dry_run,
+                )
+            )
         if info.subresource == "binding":
             assert ns is not None and info.name is not None
             bound = await subresources.bind(rest, kind, ns, info.name, body)

@@ -8,6 +8,10 @@ failure, reinvocation and dry-run rules. REST (:mod:`inplace.apiserver.rest`) aw
 streaming subresources on a ``CONNECT``.
 """
 
-from inplace.apiserver.webhooks.dispatch import WebhookAdmission, connect_request
+from inplace.apiserver.webhooks.dispatch import (
+    WebhookAdmission,
+    connect_request,
+    subresource_create,
+)
 
-__all__ = ["WebhookAdmission", "connect_request"]
+__all__ = ["WebhookAdmission", "connect_request", "subresource_create"]

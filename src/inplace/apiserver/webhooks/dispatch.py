@@ -55,7 +55,13 @@ from inplace.apiserver.webhooks.review import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WebhookAdmission", "connect_request"]
+__all__ = ["WebhookAdmission", "connect_request", "subresource_create"]
+
+#: The objects the creates of pods' subresources carry, when a body does not name its kind.
+_SUBRESOURCE_KINDS: Final = {
+    "eviction": {"apiVersion": "policy/v1", "kind": "Eviction"},
+    "binding": {"apiVersion": "v1", "kind": "Binding"},
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +106,9 @@ def _object_kind(request: AdmissionRequest) -> dict[str, str] | None:
     """The objects' kind when it is not the resource's: a Scale, or a CONNECT's options."""
     if _is_scale(request):
         return dict(SCALE_KIND)
-    if request.operation == "CONNECT":
-        return {"group": "", "version": "v1", "kind": str(request.obj.get("kind", ""))}
+    if request.operation == "CONNECT" or (request.subresource and request.operation == "CREATE"):
+        group, _, version = str(request.obj.get("apiVersion") or "v1").rpartition("/")
+        return {"group": group, "version": version, "kind": str(request.obj.get("kind", ""))}
     return None
 
 
@@ -146,6 +153,24 @@ def connect_request(
         connect_options(subresource, options),
         None,
         user,
+    )
+
+
+def subresource_create(
+    kind: Kind,
+    namespace: str,
+    name: str,
+    subresource: str,
+    body: Mapping[str, Any],
+    user: Any,
+    dry_run: bool,
+) -> AdmissionRequest:
+    """The admission request of a create of ``pods/eviction`` or ``pods/binding``: the
+    Eviction or Binding is the object."""
+    obj = {**_SUBRESOURCE_KINDS.get(subresource, {}), **body}
+    options = {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    return AdmissionRequest(
+        "CREATE", kind, namespace, name, subresource, obj, None, user, dry_run, options
     )
 
 
@@ -350,7 +375,7 @@ class WebhookAdmission:
                 if not verdict.allowed:
                     raise denied(call.name, verdict.result)
                 changed = False
-                if verdict.patch and request.operation != "CONNECT":
+                if verdict.patch and (_object_kind(request) is None or _is_scale(request)):
                     scale = _is_scale(request)
                     sent = obj if scale else as_version(obj, call.matched)
                     patched = apply_patch(call.name, sent, verdict.patch)
@@ -373,9 +398,10 @@ class WebhookAdmission:
         return changed_any, tuple(warnings)
 
     async def connect(self, request: AdmissionRequest) -> tuple[str, ...]:
-        """A ``CONNECT`` (``pods/exec``, ``pods/attach``), admitted with its options as the
-        object: mutating webhooks are called (their patches are not applied), then the
-        policies and validating webhooks; a refusal ends the request before the stream."""
+        """A ``CONNECT`` (``pods/exec``, ``pods/attach``) or a create of a subresource with an
+        object of its own (``pods/eviction``, ``pods/binding``), admitted with that object:
+        mutating webhooks are called (their patches are not applied), then the policies and
+        validating webhooks; a refusal ends the request before anything happens."""
         _, warnings = await self.mutate(request)
         return warnings + await self.validate(request)
 
