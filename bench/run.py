@@ -1,17 +1,19 @@
-"""One benchmark table: every benchmark in ``bench/``, each figure the median of three runs.
+"""One benchmark table: every benchmark in ``bench/``, each figure the median of its runs.
 
 Each benchmark runs as its own process (``python bench/<script> ... --json FILE``), three
-times, the rounds interleaved (every benchmark once, then again) so a burst of load from
-elsewhere on the machine spreads over all of them rather than sinking one. A figure is the
-median of its runs with their spread (min-max); a run that crashes, times out or writes no
+times (``RUNS``), the rounds interleaved (every benchmark once, then again) so a burst of load
+from elsewhere on the machine spreads over all of them rather than sinking one. A figure is
+the median of its runs with their spread (min-max); a run that crashes, times out or writes no
 figures is an error row, not the end of the table. Where the upstream test bed gives the same
 figure (``bench/upstream_*.py --sides upstream``: kube-apiserver, kube-scheduler, the same
 node agent under kube-apiserver; the operator bench's stock rollout by
 kube-controller-manager), upstream's figure is in its own column, measured in the same run.
 
-``--quick`` runs each benchmark at a short size (the table says which); without it each runs
-at its full size (``FULL``), which takes an hour or more. No figure fails anything: a missed
-target is a row that says so.
+``--quick`` runs each benchmark at a short size (the table's labels say which) and, to stay
+under five minutes on two cores, gives one run (``quick_runs``) to the slow benchmarks without
+a target and to upstream's side; without it each runs at its full size (``Benchmark.full``,
+else the script's defaults), which takes hours. No figure fails anything: a missed target is a
+row that says so.
 
     python bench/run.py --quick [--only api,resize] [--runs 3] [--no-upstream]
                         [--json FILE] [--compare FILE]
@@ -396,6 +398,7 @@ class Row:
     stat: Stat | None
     upstream: Stat | None
     error: str = ""
+    attempts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -444,7 +447,8 @@ def rows(
                 met=met,
                 stat=stat,
                 upstream=upstream,
-                error="" if stat is not None else first_error(mine) or "no such figure",
+                error=first_error(mine) or ("" if stat is not None else "no such figure"),
+                attempts=len(mine),
             )
         )
     return table
@@ -455,6 +459,15 @@ class Sizes(dict[str, str]):
 
     def __missing__(self, key: str) -> str:
         return f"{{{key}}}"
+
+
+def measured(row: Row) -> str:
+    """This run's cell: the figure, how many runs gave it when some did not, or the error."""
+    if row.stat is None:
+        return f"error: {row.error}"[:60]
+    if row.attempts > row.stat.runs:
+        return f"{spread(row.stat)} ({row.stat.runs} of {row.attempts} runs)"
+    return spread(row.stat)
 
 
 def verdict(row: Row) -> str:
@@ -488,7 +501,7 @@ def render(table: Sequence[Row], saved: Mapping[str, Row] | None = None) -> str:
             row.label,
             row.unit,
             row.target,
-            spread(row.stat) if row.stat else f"error: {row.error}"[:60],
+            measured(row),
             verdict(row) if row.stat else "",
             spread(row.upstream) if row.upstream else "",
         ]

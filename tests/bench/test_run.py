@@ -86,6 +86,8 @@ def test_rows_take_the_median_of_the_runs_that_gave_figures() -> None:
     assert patch.stat == Stat(10.0, 8.0, 12.0, 2)
     assert patch.upstream == Stat(300.0, 300.0, 300.0, 1)
     assert patch.met is True and bench_run.verdict(patch) == "met"
+    assert bench_run.measured(patch) == "10.0 [8.00-12.0] (2 of 3 runs)"
+    assert patch.error == "exit 1: Traceback"
     assert creates.met is None and bench_run.verdict(creates) == ""
     assert broken.stat is None and broken.error == "timed out after 150 s"
     assert bench_run.verdict(broken) == "ERROR"
