@@ -462,9 +462,10 @@ class Sizes(dict[str, str]):
 
 
 def measured(row: Row) -> str:
-    """This run's cell: the figure, how many runs gave it when some did not, or the error."""
+    """This run's cell: the figure, how many runs gave it when some did not, or ERROR (the
+    message is under the table)."""
     if row.stat is None:
-        return f"error: {row.error}"[:60]
+        return "ERROR"
     if row.attempts > row.stat.runs:
         return f"{spread(row.stat)} ({row.stat.runs} of {row.attempts} runs)"
     return spread(row.stat)
@@ -472,21 +473,35 @@ def measured(row: Row) -> str:
 
 def verdict(row: Row) -> str:
     if row.stat is None:
-        return "ERROR"
+        return ""
     return "" if row.met is None else "met" if row.met else "missed"
+
+
+MIN_CHANGE = 0.05
+"""A change of the median smaller than this is never flagged, however tight the spreads
+(memory figures repeat to within a percent)."""
 
 
 def change(row: Row, saved: Row | None) -> tuple[str, str]:
     """(the change against the saved figure, a flag): ``REGRESSION`` when this run's whole
-    spread is worse than the saved whole spread, ``better`` when it is the other way round;
-    within either spread, no flag (the runs do not tell the two apart)."""
+    spread is worse than the saved whole spread (and the median moved ``MIN_CHANGE`` or more),
+    ``better`` when it is the other way round; within either spread, no flag (the runs do not
+    tell the two apart). A figure of one run on either side has no spread: its flag ends in
+    ``?``."""
     if saved is None or saved.stat is None or row.stat is None:
         return ("-", "new" if saved is None else "")
     old, new = saved.stat, row.stat
-    percent = f"{(new.median - old.median) / old.median:+.0%}" if old.median else "-"
+    if not old.median:
+        return ("-", "")
+    relative = (new.median - old.median) / old.median
     worse = new.high < old.low if row.higher else new.low > old.high
     better = new.low > old.high if row.higher else new.high < old.low
-    return (percent, "REGRESSION" if worse else "better" if better else "")
+    flag = ""
+    if abs(relative) >= MIN_CHANGE and (worse or better):
+        flag = "REGRESSION" if worse else "better"
+        if min(old.runs, new.runs) == 1:
+            flag += "?"
+    return (f"{relative:+.0%}", flag)
 
 
 def render(table: Sequence[Row], saved: Mapping[str, Row] | None = None) -> str:
@@ -513,6 +528,9 @@ def render(table: Sequence[Row], saved: Mapping[str, Row] | None = None) -> str:
     out = []
     for line in [header, ["-" * w for w in widths], *lines]:
         out.append("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+    errors = dict.fromkeys(f"{row.id.split('.')[0]}: {row.error}" for row in table if row.error)
+    if errors:
+        out += ["", "errors:", *(f"  {error}" for error in errors)]
     return "\n".join(out)
 
 

@@ -90,7 +90,7 @@ def test_rows_take_the_median_of_the_runs_that_gave_figures() -> None:
     assert patch.error == "exit 1: Traceback"
     assert creates.met is None and bench_run.verdict(creates) == ""
     assert broken.stat is None and broken.error == "timed out after 150 s"
-    assert bench_run.verdict(broken) == "ERROR"
+    assert bench_run.verdict(broken) == "" and bench_run.measured(broken) == "ERROR"
 
 
 def test_a_label_keeps_a_size_the_benchmark_was_not_given() -> None:
@@ -106,6 +106,8 @@ def _row(stat: Stat, higher: bool = False) -> object:
     ("saved", "now", "higher", "expected"),
     [
         (Stat(10, 9, 11, 3), Stat(10.5, 10, 12, 3), False, ("+5%", "")),
+        (Stat(100, 99, 100, 3), Stat(102, 101, 103, 3), False, ("+2%", "")),
+        (Stat(10, 10, 10, 1), Stat(12, 12, 12, 1), False, ("+20%", "REGRESSION?")),
         (Stat(10, 9, 11, 3), Stat(15, 12, 16, 3), False, ("+50%", "REGRESSION")),
         (Stat(10, 9, 11, 3), Stat(5, 4, 6, 3), False, ("-50%", "better")),
         (Stat(1000, 900, 1100, 3), Stat(500, 400, 600, 3), True, ("-50%", "REGRESSION")),
@@ -137,7 +139,7 @@ def test_render_shows_the_verdict_the_upstream_column_and_the_comparison() -> No
     table = bench_run.rows(FIGURES, runs, {"api": {"pods": "2000"}})
     text = bench_run.render(table)
     assert "13.0 [12.0-14.0]" in text and "missed" in text and "300 (1 run)" in text
-    assert "error: exit 1: boom" in text
+    assert "ERROR" in text and "errors:\n  broken: exit 1: boom" in text
     saved = {row.id: row for row in bench_run.rows(FIGURES, {"api": [Run({"patch_p99": 1.0})]}, {})}
     compared = bench_run.render(table, saved)
     assert "REGRESSION" in compared and "new" in compared
