@@ -264,8 +264,14 @@ async def test_container_logs_as_kubelet_serves_them(
         assert status == 400 and b"PodLogsQuerySplitStreams" in text
 
         # previous: the run before the one that runs now
-        marker = tmp_path / "ran-once"
-        await node.admin.create(PODS, pod_body("flaky", [*FLAKY, str(marker)]))
+        # (the marker is on a hostPath volume: a restarted container's own files are gone)
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        marker = shared / "ran-once"
+        flaky = pod_body("flaky", [*FLAKY, str(marker)])
+        flaky["spec"]["volumes"] = [{"name": "m", "hostPath": {"path": str(shared)}}]
+        flaky["spec"]["containers"][0]["volumeMounts"] = [{"name": "m", "mountPath": str(shared)}]
+        await node.admin.create(PODS, flaky)
 
         async def second_run() -> dict[str, Any] | None:
             pod = await running(node, "flaky")

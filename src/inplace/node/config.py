@@ -54,5 +54,9 @@ class AgentConfig:
     hidden_paths: tuple[Path, ...] = ()
     """Directories pods never see besides ``data_dir`` (``inplace up``: the cluster's data
     dir, with its keys and tokens): emptied in every pod's mount namespace."""
+    copy_on_write: bool = True
+    """A container's root is an overlay of the host's with its own writable layer; off (or
+    refused by the kernel), the host's root read-only with writable ``/tmp``, ``/var/tmp``
+    and ``/run``."""
     labels: dict[str, str] = field(default_factory=dict)
     """Extra Node labels (e.g. ``inplace.dev/simulated``)."""

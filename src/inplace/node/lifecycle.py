@@ -360,6 +360,16 @@ class Lifecycle:
         w.procs[name] = proc
         ctx.event(w, "Created", f"Created container: {name}", field_path=w.field_path(name))
         ctx.event(w, "Started", f"Started container {name}", field_path=w.field_path(name))
+        readonly = ctx.sandboxes.readonly_root(w.uid, name)
+        if readonly is not None:
+            ctx.event(
+                w,
+                "ReadOnlyRoot",
+                f"No copy-on-write root for container {name} ({readonly}): it runs on the "
+                "host's root read-only, with writable /tmp, /var/tmp and /run",
+                warning=True,
+                field_path=w.field_path(name),
+            )
         cs.state, cs.reason, cs.message = "running", "", ""
         cs.pid, cs.started_at = proc.pid, rfc3339()
         cs.exit_code = cs.signal = None

@@ -611,17 +611,18 @@ def _write_json_atomic(path: str, value: dict[str, Any], *, mode: int = 0o644) -
 
 
 def enter_command(proc: RunningProcess, argv: Sequence[str]) -> list[str]:
-    """The command line that runs ``argv`` inside ``proc``'s container: its pod's mount
-    namespace, its user and groups, capabilities, no_new_privs, seccomp filter, working
-    directory and environment (what ``kubectl exec`` runs). The caller puts the process in
-    the container's cgroup and wires its stdio."""
+    """The command line that runs ``argv`` inside ``proc``'s container: the namespaces of its
+    main process (mount — its own root —, PID, IPC, UTS), its user and groups, capabilities,
+    no_new_privs, seccomp filter, working directory and environment (what ``kubectl exec``
+    runs). The caller puts the process in the container's cgroup and wires its stdio."""
     return [
         sys.executable,
         "-I",
         "-S",
         "-c",
         SHIM_SOURCE,
-        "exec",
+        "enter",
+        str(proc.pid),
         proc.log_path + LAUNCH_SUFFIX,
         *argv,
     ]

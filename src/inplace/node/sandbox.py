@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,14 +34,17 @@ from typing import Any
 from inplace.api.token_volume import is_token_volume
 
 from .config import AgentConfig
+from .env import EnvError, pod_hostname
 from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
 from .security import ConfigError, ContainerSecurity, HostUsers, UserDatabase, resolve_security
-from .shim import current_bounding_set
+from .shim import FALLBACK_NOTE, current_bounding_set, resolve_in_root
 from .volumes.manager import VolumeError, VolumeManager, container_mounts, resolve_subpaths
 
 __all__ = ["SHIM_PATH", "PodSandboxes", "SandboxError", "run_shim_tool"]
 
 SHIM_PATH = Path(__file__).with_name("shim.py")
+POD_INIT = "pod-init.pid"
+"""In the pod's directory: the host pid of its PID 1 (0 when its containers share none)."""
 
 
 class SandboxError(Exception):
@@ -135,6 +139,9 @@ class PodSandboxes:
         plan = {
             "root": str(root),
             "pin": self.pin(uid),
+            "hostname": None if spec.get("hostNetwork") else self._hostname(pod),
+            "ipc": not spec.get("hostIPC"),
+            "share_pid": bool(spec.get("shareProcessNamespace")) and not spec.get("hostPID"),
             "hide": sorted({str(self.config.data_dir), *map(str, self.config.hidden_paths)}),
             "tmpfs": vols.tmpfs,
             "mounts": mounts,
@@ -143,7 +150,66 @@ class PodSandboxes:
         plan_path.write_text(json.dumps(plan, indent=1))
         async with self._lock:
             if not self.exists(uid):
-                await run_shim_tool("sandbox", str(plan_path))
+                out = await run_shim_tool("sandbox", str(plan_path))
+                (pod_dir / POD_INIT).write_text(out.split()[-1])
+
+    @staticmethod
+    def _hostname(pod: Mapping[str, Any]) -> str:
+        try:
+            return pod_hostname(pod)
+        except EnvError as exc:  # kubelet fails the sandbox with the same message
+            raise SandboxError(str(exc)) from None
+
+    def _pins(self, uid: str) -> dict[str, str]:
+        """The pod's pinned namespaces that exist (a pod from an older agent has only the
+        mount one)."""
+        pin = self.pin(uid)
+        candidates = {"ipc": f"{pin}.ipc", "uts": f"{pin}.uts", "mnt": pin}
+        return {kind: path for kind, path in candidates.items() if os.path.lexists(path)}
+
+    def _kill_pod_init(self, uid: str) -> None:
+        """SIGKILL the pod's PID 1 (``shareProcessNamespace``): the kernel then kills every
+        process of its namespace. Its pid is checked against the pinned namespace first."""
+        try:
+            init = int((self.volumes.pod_dir(uid) / POD_INIT).read_text())
+            if (
+                init
+                and os.stat(f"/proc/{init}/ns/pid").st_ino == os.stat(f"{self.pin(uid)}.pid").st_ino
+            ):
+                os.kill(init, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+    def layer(self, uid: str, container: str) -> Path:
+        """The container's writable layer (emptied at each start by its shim)."""
+        return self.volumes.pod_dir(uid) / "layers" / container
+
+    def readonly_root(self, uid: str, container: str) -> str | None:
+        """Why the container's root is read-only instead of copy-on-write (None if it is
+        not), as its shim noted it in the layer directory."""
+        try:
+            return (self.layer(uid, container) / FALLBACK_NOTE).read_text().strip() or "unknown"
+        except OSError:
+            return None
+
+    def _rootfs(
+        self, pod: Mapping[str, Any], container: Mapping[str, Any], privileged: bool
+    ) -> dict[str, Any]:
+        """How the shim builds the container's root (:class:`inplace.node.shim.ContainerRoot`)."""
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        try:
+            plan = json.loads((self.volumes.pod_dir(uid) / "sandbox.json").read_text())
+        except (OSError, ValueError):
+            plan = {}
+        volumes = sorted({resolve_in_root("/", str(m["target"])) for m in plan.get("mounts") or ()})
+        return {
+            "staging": str(self.config.data_dir),
+            "layer": str(self.layer(uid, str(container.get("name")))),
+            "hide": plan.get("hide") or [str(self.config.data_dir)],
+            "volumes": volumes,
+            "privileged": privileged,
+            "copy_on_write": self.config.copy_on_write,
+        }
 
     async def refresh(self, pod: Mapping[str, Any]) -> list[VolumeError]:
         """Rewrite the pod's configMap, secret, downwardAPI and projected files if changed."""
@@ -180,7 +246,19 @@ class PodSandboxes:
                 seccomp_path = compile_profile(profile, self.config.data_dir / "seccomp-bpf")
             except SeccompError as exc:
                 raise ConfigError(str(exc)) from None
+        spec = pod.get("spec") or {}
+        isolated: dict[str, Any] = {}
+        if self.enabled:
+            isolated = {
+                "namespaces": self._pins(uid),
+                "pid_namespace": "host" if spec.get("hostPID") else "container",
+                "rootfs": self._rootfs(pod, container, sec.privileged),
+            }
+            if spec.get("shareProcessNamespace") and not spec.get("hostPID"):
+                isolated["pid_namespace"] = "pod"
+                isolated["pid_pin"] = f"{self.pin(uid)}.pid"
         return {
+            **isolated,
             "mount_namespace": self.pin(uid) if self.enabled else None,
             "working_dir": container.get("workingDir") or "/",
             "user": {"uid": sec.uid, "gid": sec.gid, "groups": list(sec.groups)}
@@ -195,7 +273,11 @@ class PodSandboxes:
     async def teardown(self, uid: str) -> None:
         """Release the pod's namespace and remove its directory."""
         if self.enabled and os.path.lexists(self.pin(uid)):
-            await run_shim_tool("unpin", self.pin(uid))
+            self._kill_pod_init(uid)
+            pins = self._pins(uid)
+            if os.path.lexists(f"{self.pin(uid)}.pid"):
+                pins["pid"] = f"{self.pin(uid)}.pid"
+            await run_shim_tool("unpin", *reversed(pins.values()))
         self.volumes.forget_tokens(uid)
         await asyncio.to_thread(self.volumes.teardown, uid)
 

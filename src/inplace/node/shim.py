@@ -41,11 +41,17 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 # -- the kernel's constants (linux/sched.h, linux/mount.h, linux/prctl.h, linux/capability.h) --
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+NAMESPACE_FLAGS = {"ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS, "mnt": CLONE_NEWNS}
+"""The namespaces a container joins, in the order it joins them (the mount one last: the
+others' pins are on the host, hidden inside it)."""
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
@@ -67,6 +73,12 @@ PR_CAP_AMBIENT_RAISE = 2
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+OPEN_TREE, MOVE_MOUNT = 428, 429
+"""``open_tree`` and ``move_mount``: the same number on every machine (added after 5.1)."""
+OPEN_TREE_CLONE = 1
+OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+MOVE_MOUNT_F_EMPTY_PATH = 4
+AT_FDCWD = -100
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}
 """``pivot_root`` has no libc wrapper: its syscall number per machine."""
 
@@ -312,6 +324,29 @@ def build_root(plan: dict[str, Any]) -> None:
     os.chdir("/")
 
 
+def sandbox_flags(plan: Mapping[str, Any]) -> int:
+    """The namespaces a pod gets: mount always, UTS unless ``hostNetwork`` (no hostname in
+    the plan), IPC unless ``hostIPC``."""
+    flags = CLONE_NEWNS
+    if plan.get("hostname") is not None:
+        flags |= CLONE_NEWUTS
+    if plan.get("ipc"):
+        flags |= CLONE_NEWIPC
+    return flags
+
+
+def pins_of(plan: Mapping[str, Any]) -> dict[str, str]:
+    """Where each of the pod's namespaces is pinned: ``PIN`` (mount), ``PIN.uts``,
+    ``PIN.ipc``."""
+    pin = str(plan["pin"])
+    pins = {"mnt": pin}
+    if plan.get("hostname") is not None:
+        pins["uts"] = f"{pin}.uts"
+    if plan.get("ipc"):
+        pins["ipc"] = f"{pin}.ipc"
+    return pins
+
+
 def run_sandbox(plan_path: str) -> int:
     """Build the namespace in a child, pin it from the host side, report ``ok`` on stdout."""
     with open(plan_path) as fh:
@@ -324,9 +359,14 @@ def run_sandbox(plan_path: str) -> int:
         os.close(ready_r)
         os.close(done_w)
         try:
-            _check(libc().unshare(CLONE_NEWNS), "unshare the mount namespace")
+            _check(libc().unshare(sandbox_flags(plan)), "unshare the pod's namespaces")
+            hostname = plan.get("hostname")
+            if hostname is not None:
+                name = hostname.encode()
+                _check(libc().sethostname(name, len(name)), "set the pod's hostname")
             build_root(plan)
-            os.write(ready_w, b"ok")
+            init = start_pod_init() if plan.get("share_pid") else 0
+            os.write(ready_w, f"ok {init}".encode())
         except BaseException as exc:
             os.write(ready_w, f"error {exc}".encode())
             os._exit(1)
@@ -340,10 +380,17 @@ def run_sandbox(plan_path: str) -> int:
         report += chunk
     code = 1
     try:
-        if report == b"ok":
+        init = int(report.split()[1]) if report.startswith(b"ok ") else 0
+        if report.startswith(b"ok "):
             ensure_private_holder(os.path.dirname(pin))
+            if init:
+                pid_pin = f"{pin}.pid"
+                os.close(os.open(pid_pin, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                mount(f"/proc/{init}/ns/pid", pid_pin, None, MS_BIND)
             os.close(os.open(pin, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-            mount(f"/proc/{pid}/ns/mnt", pin, None, MS_BIND)
+            for kind, path in pins_of(plan).items():
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                mount(f"/proc/{pid}/ns/{kind}", path, None, MS_BIND)
             code = 0
         else:
             sys.stderr.write(report.decode(errors="replace").removeprefix("error ") + "\n")
@@ -353,8 +400,254 @@ def run_sandbox(plan_path: str) -> int:
         os.close(done_w)
         os.waitpid(pid, 0)
     if code == 0:
-        sys.stdout.write("ok\n")
+        sys.stdout.write(f"ok {init}\n")
     return code
+
+
+def start_pod_init() -> int:
+    """The PID 1 of a pod whose containers share one PID namespace (``shareProcessNamespace``),
+    as upstream's pause container: forked into a new PID namespace, in its own session,
+    it only reaps the orphans given to it. Its host pid (the agent kills it with the pod)."""
+    _check(libc().unshare(CLONE_NEWPID), "unshare the pod's PID namespace")
+    pid = os.fork()
+    if pid:
+        return pid
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # whoever reads the tool's output sees EOF
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+
+    def reap(_sig: int, _frame: Any) -> None:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+
+    signal.signal(signal.SIGCHLD, reap)
+    while True:
+        signal.pause()
+
+
+# -- a container's own root ------------------------------------------------------------------
+
+MASKED_PATHS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+)
+"""What kubelet asks the runtime to mask unless ``privileged`` or ``procMount: Unmasked``
+(upstream's ``pkg/securitycontext/util.go``, ``defaultMaskedPaths``; runc masks a file with
+``/dev/null`` and a directory with an empty read-only tmpfs, ``libcontainer/rootfs_linux.go``)."""
+READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+"""upstream's ``defaultReadonlyPaths`` (same file): bind-mounted read-only on themselves."""
+KERNEL_TREES = ("/proc", "/sys", "/dev")
+"""Not layered: a fresh ``/proc``, and ``/sys`` and ``/dev`` as the pod sees them."""
+READONLY_ROOT_SCRATCH = ("/tmp", "/var/tmp", "/run")
+"""What stays writable (a tmpfs each) when the kernel refuses the copy-on-write layer."""
+FALLBACK_NOTE = "readonly-root"
+"""The file in the layer directory that says why the root is read-only (the agent's event)."""
+
+
+def open_tree(path: str) -> int:
+    """A detached copy of the mount at ``path``, to attach in another mount namespace."""
+    return _check(
+        libc().syscall(OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
+        f"clone the mount of {path}",
+    )
+
+
+def move_mount(tree: int, target: str) -> None:
+    _check(
+        libc().syscall(MOVE_MOUNT, tree, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        f"attach a mount on {target}",
+    )
+
+
+def fresh_layer(layer: str) -> None:
+    """Empty the container's writable layer (a restarted container starts from a clean one,
+    as a new container on containerd does) and make its ``upper`` and ``work`` directories."""
+    import shutil  # only a container with its own root needs it
+
+    shutil.rmtree(layer, ignore_errors=True)
+    os.makedirs(os.path.join(layer, "upper"), 0o700)
+    os.makedirs(os.path.join(layer, "work"), 0o700)
+
+
+def _is_under(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def mount_points() -> list[str]:
+    """This namespace's mount points, shallowest first."""
+    with open("/proc/self/mountinfo") as fh:
+        points = {line.split(" ")[4].replace("\\040", " ") for line in fh}
+    return sorted(points, key=lambda p: (p.count("/") if p != "/" else 0, p))
+
+
+def _mask(path: str) -> None:
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    else:
+        mount("/dev/null", path, None, MS_BIND)
+
+
+def _readonly(path: str) -> None:
+    if os.path.lexists(path):
+        mount(path, path, None, MS_BIND | MS_REC)
+        remount_readonly(path)
+
+
+class ContainerRoot:
+    """Builds a container's root in the (private copy of the) pod's mount namespace: every
+    host directory the pod shows becomes an overlay whose lower layer is that directory and
+    whose upper layer is the container's own (so its writes never reach the host), the
+    pod's volumes and ``/dev``, ``/sys`` are bound as they are, a fresh ``/proc`` is mounted
+    for the container's PID namespace, and runc's masks apply unless privileged."""
+
+    def __init__(self, spec: Mapping[str, Any], layer_tree: int | None) -> None:
+        self.spec = spec
+        self.layer_tree = layer_tree
+        self.privileged = bool(spec.get("privileged"))
+        self.volumes = [str(v) for v in spec.get("volumes") or ()]
+        self.hidden = [str(h) for h in spec.get("hide") or ()]
+        # where the root is built: the outermost hidden directory, emptied in every pod
+        self.staging = next(
+            (h for h in sorted(self.hidden, key=len) if os.path.isdir(h)), str(spec["staging"])
+        )
+        self.root = os.path.join(self.staging, "root")
+        self.layer = os.path.join(self.staging, "layer")
+        self.readonly_reason: str | None = (
+            None if spec.get("copy_on_write", True) else "the copy-on-write root is turned off"
+        )
+        self.layers = 0
+        self.done: list[str] = []
+
+    def build(self) -> None:
+        points = mount_points()
+        _check(libc().unshare(CLONE_NEWNS), "unshare the container's mount namespace")
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
+        mount("tmpfs", self.staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=700")
+        os.mkdir(self.root, 0o755)
+        mount("tmpfs", self.root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755")
+        if self.layer_tree is not None:
+            os.mkdir(self.layer, 0o700)
+            move_mount(self.layer_tree, self.layer)
+        else:
+            self.readonly_reason = self.readonly_reason or "no layer directory"
+        for name in sorted(os.listdir("/")):
+            self._top_level(name)
+        for point in points:
+            if point.count("/") >= 2 and point != "/" and not self._skipped(point):
+                self._place("/" if point == "/" else point, top_level=False)
+        for hidden in self.hidden:
+            inside = self.root + hidden
+            if os.path.isdir(inside):
+                mount("tmpfs", inside, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+        mount("proc", self.root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        if not self.privileged:
+            for path in MASKED_PATHS:
+                _mask(self.root + path)
+            for path in READONLY_PATHS:
+                _readonly(self.root + path)
+        if self.readonly_reason is not None and self.layer_tree is not None:
+            with open(os.path.join(self.layer, FALLBACK_NOTE), "w") as fh:
+                fh.write(self.readonly_reason)
+        if self.layer_tree is not None:
+            umount(self.layer)
+        os.chdir(self.root)
+        _check(libc().syscall(PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
+        umount(".")
+        os.chdir("/")
+
+    def _skipped(self, point: str) -> bool:
+        return (
+            _is_under(point, self.done)
+            or _is_under(point, self.hidden)
+            or _is_under(point, [self.staging])
+            or _is_under(point, ["/proc"])
+        )
+
+    def _top_level(self, name: str) -> None:
+        source = "/" + name
+        st = os.lstat(source)
+        target = self.root + source
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(source), target)
+        elif source == "/proc":
+            os.mkdir(target, 0o555)
+        elif source == self.staging or _is_under(source, self.hidden):
+            os.mkdir(target, 0o755)
+        else:
+            self._place(source, top_level=True)
+
+    def _place(self, source: str, *, top_level: bool) -> None:
+        """Put what the pod shows at ``source`` at the same path of the new root."""
+        target = self.root + source
+        is_dir = os.path.isdir(source) and not os.path.islink(source)
+        if not os.path.lexists(target):
+            if not top_level and not os.path.isdir(os.path.dirname(target)):
+                return  # under a file or a symlink in the new root: nowhere to put it
+            try:
+                if is_dir:
+                    os.mkdir(target, 0o755)
+                else:
+                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            except OSError:
+                return  # a read-only parent (the fallback root)
+        if _is_under(source, self.volumes) or _is_under(source, KERNEL_TREES):
+            mount(source, target, None, MS_BIND | MS_REC)
+            if not self.privileged and _is_under(source, ["/sys"]):
+                for point in reversed(mount_points_under(target)):
+                    remount_readonly(point)
+            self.done.append(source)
+            return
+        if not is_dir:
+            mount(source, target, None, MS_BIND)
+            remount_readonly(target)
+            return
+        if self.readonly_reason is None and not any(c in source for c in ",:\\"):
+            try:
+                self._overlay(source, target)
+                return
+            except (SetupError, OSError) as exc:
+                self.readonly_reason = str(exc)
+        if self.readonly_reason is not None and source in READONLY_ROOT_SCRATCH:
+            mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+            return
+        mount(source, target, None, MS_BIND)
+        remount_readonly(target)
+
+    def _overlay(self, source: str, target: str) -> None:
+        self.layers += 1
+        upper = os.path.join(self.layer, "upper", str(self.layers))
+        work = os.path.join(self.layer, "work", str(self.layers))
+        st = os.stat(source)
+        os.mkdir(upper, stat.S_IMODE(st.st_mode))
+        os.chown(upper, st.st_uid, st.st_gid)
+        os.chmod(upper, stat.S_IMODE(st.st_mode))  # the umask took bits off the mkdir's mode
+        os.mkdir(work, 0o700)
+        mount(
+            "overlay",
+            target,
+            "overlay",
+            MS_NOSUID if _mount_flags(source) & MS_NOSUID else 0,
+            f"lowerdir={source},upperdir={upper},workdir={work}",
+        )
 
 
 def ensure_private_holder(holder: str) -> None:
@@ -513,18 +806,61 @@ def prepare_env(env: Mapping[str, str], uid: int, passwd: str = PASSWD_PATH) -> 
     return out
 
 
-def enter(launch: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+def namespace_paths(launch: Mapping[str, Any], target: int | None) -> list[tuple[str, int]]:
+    """The namespaces to join, each as a path and its kind: a new container joins its pod's
+    pins (``launch["namespaces"]``, or only ``mount_namespace`` from an older agent); a
+    process started in a running container (``target``, its main process on the host)
+    joins that process's own, its PID namespace included (the caller then forks)."""
+    if target is not None:
+        if not (launch.get("namespaces") or launch.get("mount_namespace")):
+            return []
+        kinds = [("ipc", CLONE_NEWIPC), ("uts", CLONE_NEWUTS), ("mnt", CLONE_NEWNS)]
+        if not _same_namespace(target, "pid"):
+            kinds.insert(0, ("pid", CLONE_NEWPID))
+        return [(f"/proc/{target}/ns/{kind}", flag) for kind, flag in kinds]
+    pins = dict(launch.get("namespaces") or {"mnt": launch.get("mount_namespace")})
+    return [(pins[k], flag) for k, flag in NAMESPACE_FLAGS.items() if pins.get(k)]
+
+
+def _same_namespace(pid: int, kind: str) -> bool:
+    return os.stat(f"/proc/{pid}/ns/{kind}").st_ino == os.stat(f"/proc/self/ns/{kind}").st_ino
+
+
+def join_namespaces(launch: Mapping[str, Any], target: int | None) -> None:
+    """Join the container's namespaces (:func:`namespace_paths`); a new container with its
+    own root (``launch["rootfs"]``) then builds it (:class:`ContainerRoot`)."""
+    rootfs = launch.get("rootfs") if target is None else None
+    try:
+        wanted = namespace_paths(launch, target)
+        fds = [(os.open(path, os.O_RDONLY | os.O_CLOEXEC), flag) for path, flag in wanted]
+    except OSError as exc:
+        raise SetupError(f"open the container's namespaces: {exc.strerror}") from None
+    layer_tree = open_tree(rootfs["layer"]) if rootfs and rootfs.get("layer") else None
+    try:
+        for fd, flag in fds:
+            _check(libc().setns(fd, flag), f"join the pod's namespace ({flag:#x})")
+    finally:
+        for fd, _ in fds:
+            os.close(fd)
+    if rootfs:
+        try:
+            ContainerRoot(rootfs, layer_tree).build()
+        except OSError as exc:
+            raise SetupError(f"build the container's root: {exc}") from None
+        finally:
+            if layer_tree is not None:
+                os.close(layer_tree)
+
+
+def enter(
+    launch: dict[str, Any], env: Mapping[str, str], target: int | None = None
+) -> dict[str, str]:
     """Become the container's process (runc's order, see the module docstring); the
     environment to ``execve`` with: ``env`` completed by :func:`prepare_env` inside the
-    sandbox, before the user changes (runc's ``finalizeNamespace``)."""
+    sandbox, before the user changes (runc's ``finalizeNamespace``). With ``target`` (a
+    running container's main process) it joins that container's namespaces instead."""
     seccomp = read_seccomp(launch["seccomp"]) if launch.get("seccomp") else None
-    namespace = launch.get("mount_namespace")
-    if namespace:
-        fd = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            _check(libc().setns(fd, CLONE_NEWNS), "join the pod's mount namespace")
-        finally:
-            os.close(fd)
+    join_namespaces(launch, target)
     cwd = launch.get("working_dir") or "/"
     chdir_later = False
     try:
@@ -575,20 +911,44 @@ def read_launch(path: str) -> dict[str, Any] | None:
     return launch
 
 
-def run_exec(launch_path: str, argv: list[str]) -> int:
+def run_exec(launch_path: str, argv: list[str], target: int | None = None) -> int:
     launch = read_launch(launch_path) or {}
     given = launch.get("env")
     try:
-        env = enter(launch, given if given is not None else os.environ)
+        fork = target is not None and any(
+            f == CLONE_NEWPID for _, f in namespace_paths(launch, target)
+        )
+        env = enter(launch, given if given is not None else os.environ, target)
+    except OSError as exc:
+        sys.stderr.write(f"the container is gone: {exc.strerror}\n")
+        return 126
     except SetupError as exc:
         sys.stderr.write(f"{exc}\n")
         return 126
+    if fork:
+        return _exec_in_pid_namespace(argv, env)
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
         sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
         return 126 if isinstance(exc, PermissionError) else 127
     return 127
+
+
+def _exec_in_pid_namespace(argv: list[str], env: Mapping[str, str]) -> int:
+    """A joined PID namespace takes only new children: fork the command into it, pass it the
+    signals this process gets, and end as it ends (its code, or 128 + its signal)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execvpe(argv[0], argv, env)
+        except OSError as exc:
+            sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+            os._exit(126 if isinstance(exc, PermissionError) else 127)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, lambda n, _f: os.kill(pid, n))
+    _, st = os.waitpid(pid, 0)
+    return 128 + os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
 
 
 # -- the container shim ------------------------------------------------------------------------
@@ -601,72 +961,201 @@ def write_status(path: str, status: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _workload(
+    go_fd: int,
+    report_fd: int,
+    err_w: int,
+    old_adj: str | None,
+    launch: dict[str, Any] | None,
+    argv: list[str],
+) -> NoReturn:
+    """The forked workload: wait for ``go``, enter the sandbox, exec (errors to ``err_w``)."""
+    code = 127
+    try:
+        os.setpgid(0, 0)
+        os.close(report_fd)
+        # The agent moves this process (not the shim) into the container's cgroup, then
+        # says go: the workload is charged there from its first instruction.
+        if os.read(go_fd, 2) != b"go":  # the agent died before the cgroup move
+            os._exit(125)
+        os.close(go_fd)
+        for s in signal.valid_signals():
+            if s not in (signal.SIGKILL, signal.SIGSTOP):
+                try:
+                    signal.signal(s, signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        if old_adj is not None:
+            with open(OOM_SCORE_ADJ, "w") as f:
+                f.write(old_adj)
+        os.set_inheritable(err_w, False)
+        if launch is not None:
+            try:  # the launch's env, not ours: Python's locale coercion adds LC_CTYPE
+                env = enter(launch, launch.get("env", os.environ))
+            except SetupError as exc:
+                code = 128
+                os.write(err_w, f"128 {exc}".encode())
+                os._exit(code)
+        else:
+            env = prepare_env(os.environ, os.getuid())
+        os.execvpe(argv[0], argv, env)
+    except BaseException as e:
+        code = 126 if isinstance(e, PermissionError) else 127
+        try:
+            os.write(err_w, f"{code} {argv[0] if argv else ''}: {e}".encode())
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+class ContainerInit:
+    """PID 1 of a container's own PID namespace (``launch["pid_namespace"] == "container"``),
+    forked by the shim after ``unshare(CLONE_NEWPID)``; it forks the workload, passes it the
+    signals sent to PID 1 from inside (``kill 1``), reaps orphans, and ends with the workload,
+    which makes the kernel kill what is left in the namespace. It stays out of the
+    container's cgroup, as the shim does; the workload is the process the agent tracks (its
+    host pid, read from the host's ``/proc/self`` before it enters), so signals from the
+    agent reach it as from any runtime, and a SIGTERM is not dropped as one to an init
+    without a handler would be (docker's ``--init``, tini)."""
+
+    def __init__(self) -> None:
+        self.pid_r, self.pid_w = os.pipe()
+        self.status_r, self.status_w = os.pipe()
+        self.hold_r, self.hold_w = os.pipe()
+        self.pid = 0
+
+    def start(self, workload: Callable[[], NoReturn], closing: Sequence[int]) -> int:
+        """Fork the init (and through it the workload); the workload's host pid (0 when
+        it could not start)."""
+        self.pid = os.fork()
+        if self.pid == 0:
+            for fd in (self.pid_r, self.status_r, self.hold_w):
+                os.close(fd)
+            child = os.fork()
+            if child == 0:
+                os.close(self.status_w)
+                os.close(self.hold_r)
+                os.write(self.pid_w, os.readlink("/proc/self").encode())
+                os.close(self.pid_w)
+                workload()
+            for fd in (self.pid_w, *closing):
+                os.close(fd)
+            self._serve(child)
+        for fd in (self.pid_w, self.status_w, self.hold_r):
+            os.close(fd)
+        text = os.read(self.pid_r, 32)
+        os.close(self.pid_r)
+        return int(text) if text.isdigit() else 0
+
+    def _serve(self, workload: int) -> NoReturn:
+        def forward(sig: int, _frame: Any) -> None:
+            try:
+                os.kill(workload, sig)
+            except OSError:
+                pass
+
+        for s in signal.valid_signals():
+            if s not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+                try:
+                    signal.signal(s, forward)
+                except (OSError, ValueError):
+                    pass
+        while os.read(self.hold_r, 64):  # not reaped before the agent recorded it
+            pass
+        while True:
+            try:
+                pid, st = os.waitpid(-1, 0)
+            except ChildProcessError:
+                os._exit(0)
+            if pid == workload:
+                os.write(self.status_w, str(st).encode())
+                os._exit(0)
+
+    def kill(self) -> None:
+        try:  # PID 1 gone: the kernel kills the rest of the namespace
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def reap(self) -> int:
+        """Let the init reap the workload; the workload's wait status."""
+        os.close(self.hold_w)
+        os.waitpid(self.pid, 0)
+        text = os.read(self.status_r, 32)
+        os.close(self.status_r)
+        return int(text) if text else signal.SIGKILL
+
+
+OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
+
+
+def _pid_namespace(launch: dict[str, Any] | None) -> str | None:
+    """Enter the workload's PID namespace before the fork: ``container`` unshares a new one
+    (then an init is needed), ``pod`` joins the pod's pinned one; an error message if not."""
+    mode = (launch or {}).get("pid_namespace") or "host"
+    try:
+        if mode == "container":
+            _check(libc().unshare(CLONE_NEWPID), "unshare the PID namespace")
+        elif mode == "pod":
+            fd = os.open(launch["pid_pin"], os.O_RDONLY | os.O_CLOEXEC)  # type: ignore[index]
+            try:
+                _check(libc().setns(fd, CLONE_NEWPID), "join the pod's PID namespace")
+            finally:
+                os.close(fd)
+    except (SetupError, OSError) as exc:
+        return str(exc)
+    return None
+
+
 def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv: list[str]) -> int:
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(s, signal.SIG_IGN)
     launch = read_launch(launch_path)
     if launch is not None:
         libc()  # loaded before the fork, so the child does no dlopen
-    adj = "/proc/self/oom_score_adj"
     old_adj = None
     try:
-        with open(adj) as f:
+        with open(OOM_SCORE_ADJ) as f:
             saved = f.read().strip()
-        with open(adj, "w") as f:
+        with open(OOM_SCORE_ADJ, "w") as f:
             f.write("-1000")
         old_adj = saved
     except OSError:
         pass
+    rootfs = (launch or {}).get("rootfs") or {}
+    if rootfs.get("layer"):
+        fresh_layer(rootfs["layer"])
+    problem = _pid_namespace(launch)
+    if problem is not None:
+        os.write(report_fd, f"error 128 {problem}".encode())
+        return 1
     err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 127
-        try:
-            os.setpgid(0, 0)
+    init: ContainerInit | None = None
+    if (launch or {}).get("pid_namespace") == "container":
+        init = ContainerInit()
+        pid = init.start(
+            lambda: _workload(go_fd, report_fd, err_w, old_adj, launch, argv),
+            (go_fd, report_fd, err_w, err_r),
+        )
+        if not pid:
+            os.write(report_fd, b"error 128 the container's init did not start")
+            return 1
+    else:
+        pid = os.fork()
+        if pid == 0:
             os.close(err_r)
-            os.close(report_fd)
-            # The agent moves this process (not the shim) into the container's cgroup, then
-            # says go: the workload is charged there from its first instruction.
-            if os.read(go_fd, 2) != b"go":  # the agent died before the cgroup move
-                os._exit(125)
-            os.close(go_fd)
-            for s in signal.valid_signals():
-                if s not in (signal.SIGKILL, signal.SIGSTOP):
-                    try:
-                        signal.signal(s, signal.SIG_DFL)
-                    except (OSError, ValueError):
-                        pass
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
-            if old_adj is not None:
-                with open(adj, "w") as f:
-                    f.write(old_adj)
-            os.set_inheritable(err_w, False)
-            if launch is not None:
-                try:  # the launch's env, not ours: Python's locale coercion adds LC_CTYPE
-                    env = enter(launch, launch.get("env", os.environ))
-                except SetupError as exc:
-                    code = 128
-                    os.write(err_w, f"128 {exc}".encode())
-                    os._exit(code)
-            else:
-                env = prepare_env(os.environ, os.getuid())
-            os.execvpe(argv[0], argv, env)
-        except BaseException as e:
-            code = 126 if isinstance(e, PermissionError) else 127
-            try:
-                os.write(err_w, f"{code} {argv[0] if argv else ''}: {e}".encode())
-            except BaseException:
-                pass
-        os._exit(code)
+            _workload(go_fd, report_fd, err_w, old_adj, launch, argv)
     try:
         os.write(report_fd, f"child {pid}\n".encode())
     except OSError:  # the agent is gone: the child reads EOF instead of go and exits
         pass
     os.close(err_w)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
+    if init is None:
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
     err = b""
     while True:
         chunk = os.read(err_r, 4096)
@@ -675,7 +1164,10 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
         err += chunk
     os.close(err_r)
     if err:
-        os.waitpid(pid, 0)
+        if init is not None:
+            init.reap()
+        else:
+            os.waitpid(pid, 0)
         code_text, _, message = err.decode(errors="replace").partition(" ")
         write_status(
             exit_path,
@@ -696,27 +1188,37 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
         os.write(report_fd, f"pid {pid}".encode())
         os.close(report_fd)
     except OSError:  # the agent gave up on this start: nobody will track the workload
-        os.killpg(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        if init is not None:
+            init.kill()
+            init.reap()
+        else:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
         os._exit(125)
     acked = b""
     while chunk := os.read(go_fd, 64):  # until the agent acks (ok, then close) or dies
         acked += chunk
     os.close(go_fd)
     if b"ok" not in acked:  # the agent died before it recorded the workload: nobody would
-        try:  # ever stop it, and its successor starts the container again
+        if init is not None:  # ever stop it, and its successor starts the container again
+            init.kill()
+        else:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    if init is not None:
+        st = init.reap()
+    else:
+        try:  # wait without reaping, so the pid cannot be reused while we kill its group
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass
+        try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-    try:  # wait without reaping, so the pid cannot be reused while we kill its group
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:
-        pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    _, st = os.waitpid(pid, 0)
+        _, st = os.waitpid(pid, 0)
     sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else None
     code = 128 + sig if sig is not None else os.WEXITSTATUS(st)
     write_status(
@@ -731,10 +1233,12 @@ def main(argv: list[str]) -> int:
         return run_shim(int(argv[2]), int(argv[3]), argv[4], argv[5], argv[6:])
     if mode == "exec" and len(argv) >= 4:
         return run_exec(argv[2], argv[3:])
+    if mode == "enter" and len(argv) >= 5 and argv[2].isdigit():
+        return run_exec(argv[3], argv[4:], int(argv[2]))
     if mode == "sandbox" and len(argv) == 3:
         return run_sandbox(argv[2])
-    if mode == "unpin" and len(argv) == 3:
-        return run_unpin(argv[2])
+    if mode == "unpin" and len(argv) >= 3:
+        return max(run_unpin(pin) for pin in argv[2:])
     if mode == "release" and len(argv) == 3:
         return run_release(argv[2])
     sys.stderr.write(f"usage: shim.py shim|exec|sandbox|unpin ... (got {argv[1:]})\n")
