@@ -268,8 +268,8 @@ def test_pod_runs_logs_and_follow(node_cluster: Cluster) -> None:
             "Ready",
         }
         assert psutil.Process(pid).name() == "sleep"
-        wait_until(
-            lambda: f"pid {pid}" in node_cluster.kubectl("logs", "logs").stdout, what="log line"
+        wait_until(  # PID 2 in the container's own PID namespace (its init is 1)
+            lambda: "pid 2" in node_cluster.kubectl("logs", "logs").stdout, what="log line"
         )
         follow = subprocess.Popen(
             ["kubectl", "logs", "-f", "logs"],
@@ -279,7 +279,7 @@ def test_pod_runs_logs_and_follow(node_cluster: Cluster) -> None:
         )
         try:
             assert follow.stdout is not None
-            assert follow.stdout.readline().strip() == f"pid {pid}"
+            assert follow.stdout.readline().strip() == "pid 2"
         finally:
             follow.terminate()
             follow.wait(10)
