@@ -1,5 +1,6 @@
-"""Custom resources beyond one version: `None` conversion between served versions, the
-deprecated version's warning, watches, server-side apply and re-served CRDs after a restart."""
+"""Custom resources beyond the basics: `None` conversion between served versions, the
+deprecated version's warning, watches, server-side apply, CRDs served again after a restart,
+cluster-scoped kinds and namespace deletion."""
 
 from __future__ import annotations
 

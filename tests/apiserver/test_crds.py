@@ -293,13 +293,14 @@ async def test_deleting_a_crd_deletes_its_objects(apiserver: InProcessServer) ->
         for _ in range(200):
             code, listing = await api.call("GET", WIDGETS)
             names = [i["metadata"]["name"] for i in listing["items"]]
-            if names == ["held"]:
+            code, crd = await api.call("GET", f"{CRDS}/widgets.example.com")
+            conditions = {c["type"]: c for c in crd["status"]["conditions"]}
+            if names == ["held"] and "Terminating" in conditions:
                 break
             await asyncio.sleep(0.05)
         assert names == ["held"]
-        code, crd = await api.call("GET", f"{CRDS}/widgets.example.com")
-        conditions = {c["type"]: c for c in crd["status"]["conditions"]}
         assert conditions["Terminating"]["status"] == "True"
+        assert conditions["Terminating"]["reason"] == "InstanceDeletionInProgress"
         code, refused = await api.call("POST", WIDGETS, widget("late"))
         assert code == 405
         assert refused["message"] == (

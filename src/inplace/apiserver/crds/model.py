@@ -205,14 +205,6 @@ def validate_spec(errs: list[FieldError], spec: Mapping[str, Any]) -> None:
                 "must have exactly one version marked as storage version",
             )
         )
-    if not any(v.get("served") is True for v in _versions(spec)):
-        errs.append(
-            invalid(
-                "spec.versions",
-                _Versions(versions),
-                "must have at least one version marked as served",
-            )
-        )
     strategy = or_empty(spec.get("conversion")).get("strategy", "None")
     if strategy not in ("None", "Webhook"):
         errs.append(not_supported("spec.conversion.strategy", strategy, ("None", "Webhook")))

@@ -183,37 +183,40 @@ class CustomResourceDefinitions:
         status = copy_json(dict(or_empty(crd.get("status"))))
         now = self.rest.now()
         kinds = self._served.get(name) or []
-        remaining = 0
-        if kinds:
-            kind = kinds[0]
-            entries = self.cache.entries(kind, None)
-            remaining = len(entries)
-            for entry in entries:
-                meta = or_empty(entry.value.get("metadata"))
-                if meta.get("deletionTimestamp"):
-                    continue
-                try:
-                    await self.rest.delete(
-                        kind,
-                        meta.get("namespace") if kind.namespaced else None,
-                        str(meta.get("name")),
-                        {},
-                    )
-                except StatusError as exc:
-                    if exc.code != 404:
-                        raise
-        if remaining:
-            set_condition(
-                status,
-                "Terminating",
-                "True",
-                "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
-                now,
-            )
-            if status != crd.get("status"):
-                await self._write_status(crd, status)
-            return True
+        entries = self.cache.entries(kinds[0], None) if kinds else []
+        if not entries:
+            return await self._release(crd, status, now)
+        # As upstream's finalizer controller: say so first, then delete.
+        set_condition(
+            status,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            now,
+        )
+        if status != crd.get("status"):
+            await self._write_status(crd, status)
+        kind = kinds[0]
+        for entry in entries:
+            meta = or_empty(entry.value.get("metadata"))
+            if meta.get("deletionTimestamp"):
+                continue  # waits for its own finalizers
+            try:
+                await self.rest.delete(
+                    kind,
+                    meta.get("namespace") if kind.namespaced else None,
+                    str(meta.get("name")),
+                    {},
+                )
+            except StatusError as exc:
+                if exc.code != 404:
+                    raise
+        return True
+
+    async def _release(self, crd: Mapping[str, Any], status: dict[str, Any], now: str) -> bool:
+        """No instance is left: record it and remove the cleanup finalizer, so the CRD goes."""
+        name = str(crd["metadata"]["name"])
         set_condition(
             status,
             "Terminating",
