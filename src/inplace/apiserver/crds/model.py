@@ -16,6 +16,7 @@ from inplace.api.kinds import REGISTRY
 from inplace.api.names import dns1035_label_errors, dns1123_subdomain_errors
 from inplace.api.schema.cel import compile_error
 from inplace.api.validation.errors import (
+    Bare,
     FieldError,
     as_list,
     as_map,
@@ -194,14 +195,12 @@ def validate_spec(errs: list[FieldError], spec: Mapping[str, Any]) -> None:
             errs.append(invalid(child_path(path, "name"), version_name, ",".join(problems)))
         _validate_version(errs, version, path)
     if not unique:
-        errs.append(
-            invalid("spec.versions", _Versions(versions), "must contain unique version names")
-        )
+        errs.append(invalid("spec.versions", _VERSIONS, "must contain unique version names"))
     if storage != 1:
         errs.append(
             invalid(
                 "spec.versions",
-                _Versions(versions),
+                _VERSIONS,
                 "must have exactly one version marked as storage version",
             )
         )
@@ -210,11 +209,8 @@ def validate_spec(errs: list[FieldError], spec: Mapping[str, Any]) -> None:
         errs.append(not_supported("spec.conversion.strategy", strategy, ("None", "Webhook")))
 
 
-class _Versions(list):  # type: ignore[type-arg]
-    """The versions list as upstream's message prints it: elided."""
-
-    def __str__(self) -> str:
-        return "[]apiextensions.CustomResourceDefinitionVersion{...}"
+#: How the versions list is shown as the bad value (upstream prints Go's %#v of the whole list).
+_VERSIONS: Final = Bare("[]apiextensions.CustomResourceDefinitionVersion{...}")
 
 
 def _refuse_builtin(errs: list[FieldError], group: str, plural: str) -> None:
