@@ -58,6 +58,9 @@ async def test_none_conversion_between_served_versions(apiserver: InProcessServe
         async with session.get(
             apiserver.url + BETA + "?watch=1", headers=apiserver.headers()
         ) as response:
+            assert response.headers.getall("Warning") == [
+                '299 - "example.com/v1beta1 Widget is deprecated"'
+            ]
             line = await asyncio.wait_for(response.content.readline(), 30)
             event = json.loads(line)
             assert event["type"] == "ADDED"

@@ -81,6 +81,10 @@ class Watches:
             await self.cache.sync()
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
+        if kind.crd is not None and kind.crd.deprecation_warning:
+            response.headers.add(
+                "Warning", f"299 - {orjson.dumps(kind.crd.deprecation_warning).decode()}"
+            )
         try:
             watcher, backlog = self.cache.watch(
                 kind, info.namespace, matches, from_revision=from_revision
