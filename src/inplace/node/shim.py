@@ -64,6 +64,7 @@ MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 MS_RELATIME = 1 << 21
 MNT_DETACH = 2
+PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
 PR_SET_SECCOMP = 22
 PR_CAPBSET_DROP = 24
@@ -937,13 +938,22 @@ def run_exec(launch_path: str, argv: list[str], target: int | None = None) -> in
 
 def _exec_in_pid_namespace(argv: list[str], env: Mapping[str, str]) -> int:
     """A joined PID namespace takes only new children: fork the command into it, pass it the
-    signals this process gets, and end as it ends (its code, or 128 + its signal)."""
+    signals this process gets, and end as it ends (its code, or 128 + its signal). On a
+    terminal the command leads its own foreground group (a shell restores the group it found
+    when it exits, and ours is in the host's namespace, which it cannot see); it is killed
+    with this process (``PR_SET_PDEATHSIG``), which the agent kills when the client goes."""
     pid = os.fork()
     if pid == 0:
         try:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # it goes when its parent is killed
+            if os.isatty(0):  # its own foreground group: one the namespace can see
+                os.setpgid(0, 0)
+                signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+                os.tcsetpgrp(0, os.getpid())
+                signal.signal(signal.SIGTTOU, signal.SIG_DFL)
             os.execvpe(argv[0], argv, env)
-        except OSError as exc:
-            sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        except (OSError, SetupError) as exc:
+            sys.stderr.write(f"{argv[0]}: {exc}\n")
             os._exit(126 if isinstance(exc, PermissionError) else 127)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, lambda n, _f: os.kill(pid, n))
