@@ -1,4 +1,5 @@
-"""`x-kubernetes-validations`: a CRD schema's CEL rules, evaluated with cel-python.
+"""`x-kubernetes-validations`: a CRD schema's CEL rules, evaluated with cel-python through
+`inplace.api.cel` (compiled once, shared with ValidatingAdmissionPolicy).
 
 cel-python (`celpy`) evaluates the rules CRDs commonly carry as upstream's cel-go does:
 comparisons of fields (`self.minReplicas <= self.maxReplicas`), `has()`, `size()`, string
@@ -15,38 +16,18 @@ rule is `<path>: Invalid value: "<type>": <message>`, where the message is the r
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-import celpy
-from celpy import celtypes
-from celpy.adapter import json_to_cel
-
+from inplace.api.cel import CompileError, EvaluationError, compile_expression
 from inplace.api.validation.errors import DUPLICATE, FieldError, forbidden, invalid, required
-
-_ENV: Final = celpy.Environment()
-
-
-class RuleError(ValueError):
-    """A rule that does not compile."""
-
-
-@functools.lru_cache(maxsize=4096)
-def _program(rule: str) -> Any:
-    try:
-        return _ENV.program(_ENV.compile(rule))
-    except Exception as exc:  # celpy raises its own parse and compile errors
-        raise RuleError(
-            str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        ) from None
 
 
 def compile_error(rule: str) -> str | None:
-    """Why `rule` does not compile, or None."""
+    """Why `rule` does not compile, or None (upstream: `compilation failed: ERROR: ...`)."""
     try:
-        _program(rule)
-    except RuleError as exc:
+        compile_expression(rule)
+    except CompileError as exc:
         return f"compilation failed: {exc}"
     return None
 
@@ -115,21 +96,21 @@ def _check(
     transition = "oldSelf" in text
     if transition and old is None:
         return  # a transition rule only judges a change
-    activation = {"self": json_to_cel(value)}
+    variables = {"self": value}
     if transition:
-        activation["oldSelf"] = json_to_cel(old)
+        variables["oldSelf"] = old
     target = path
     field_path = rule.get("fieldPath")
     if isinstance(field_path, str) and field_path:
         target = f"{path}{field_path}" if path else field_path.lstrip(".")
     try:
-        verdict = _program(text).evaluate(activation)
-    except RuleError:
+        verdict = compile_expression(text).evaluate(variables)
+    except CompileError:
         return  # refused when the CRD was written
-    except Exception as exc:
+    except EvaluationError as exc:
         errs.append(invalid(target, _type_word(schema), f"rule evaluation error: {exc}"))
         return
-    if verdict is True or (isinstance(verdict, celtypes.BoolType) and bool(verdict)):
+    if verdict is True:
         return
     message = rule.get("message")
     detail = str(message) if isinstance(message, str) and message else f"failed rule: {text}"
