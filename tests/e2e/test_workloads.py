@@ -277,8 +277,15 @@ def test_job_is_resized_in_place_then_completes(w: Workloads) -> None:
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 1,
                     "containers": [
-                        container(f"echo pid $$$$; while [ ! -e {flag} ]; do sleep 0.2; done")
+                        {
+                            **container(
+                                f"echo pid $$$$; while [ ! -e {flag} ]; do sleep 0.2; done"
+                            ),
+                            # the host's flag reaches the pod through a volume, not its root
+                            "volumeMounts": [{"name": "flags", "mountPath": str(w.tmp)}],
+                        }
                     ],
+                    "volumes": [{"name": "flags", "hostPath": {"path": str(w.tmp)}}],
                 }
             },
         },
