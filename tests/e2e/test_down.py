@@ -50,6 +50,9 @@ spec:
   - name: main
     image: busybox
     command: ["sh", "-c", "trap 'echo term > {marker}; exit 0' TERM; while :; do sleep 0.1; done"]
+    # the marker reaches the host through a volume (a pod's own writes stay in its layer)
+    volumeMounts: [{{name: marks, mountPath: {marker.parent}}}]
+  volumes: [{{name: marks, hostPath: {{path: {marker.parent}}}}}]
 ---
 apiVersion: v1
 kind: Pod
@@ -147,6 +150,7 @@ def web_pod(cluster: Cluster) -> dict[str, Any] | None:
 
 def start_pods(cluster: Cluster, marker: Path) -> list[int]:
     """Two bare pods and a Deployment's (Deployment and ReplicaSet: two workloads, three pods)."""
+    marker.parent.mkdir(exist_ok=True)
     apply(cluster, manifest(marker))
     pods = [
         wait_until(lambda n=name: running(cluster, n), what=name) for name in ("polite", "mounted")
@@ -160,7 +164,7 @@ def test_down_takes_a_running_cluster_and_a_second_up_leaves_it_alone(
 ) -> None:
     data_dir = tmp_path / "data"
     cluster = start(data_dir, clusters)
-    pids = start_pods(cluster, tmp_path / "polite-got-sigterm")
+    pids = start_pods(cluster, tmp_path / "marks" / "polite-got-sigterm")
     before = fingerprint(data_dir)
 
     second = inplace("up", "--data-dir", str(data_dir), "--port", str(free_port()))
@@ -178,7 +182,7 @@ def test_down_takes_a_running_cluster_and_a_second_up_leaves_it_alone(
     assert "✓ deleted 2 workload(s) and 3 pod(s) through the API" in down.stdout
     assert f"✓ stopped inplace up (process {cluster.process.pid} (" in down.stdout
     assert cluster.process.wait(30) == 0
-    assert (tmp_path / "polite-got-sigterm").read_text() == "term\n"
+    assert (tmp_path / "marks" / "polite-got-sigterm").read_text() == "term\n"
     nothing_left(data_dir, pids)
     assert cluster.output.read_text().rstrip().endswith("inplace: stopped")
 
@@ -193,7 +197,7 @@ def test_down_after_ctrl_c_stops_what_outlived_the_cluster(
 ) -> None:
     data_dir = tmp_path / "data"
     cluster = start(data_dir, clusters)
-    pids = start_pods(cluster, tmp_path / "polite-got-sigterm")
+    pids = start_pods(cluster, tmp_path / "marks" / "polite-got-sigterm")
 
     cluster.process.send_signal(signal.SIGINT)
     assert cluster.process.wait(60) == 0
@@ -207,7 +211,7 @@ def test_down_after_ctrl_c_stops_what_outlived_the_cluster(
     down = inplace("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stderr
     assert "✓ deleted 2 workload(s) and 3 pod(s) from the store" in down.stdout
-    assert (tmp_path / "polite-got-sigterm").read_text() == "term\n"
+    assert (tmp_path / "marks" / "polite-got-sigterm").read_text() == "term\n"
     nothing_left(data_dir, pids)
 
     assert (
