@@ -317,7 +317,10 @@ metadata: {name: tour-policy}
 spec:
   matchConstraints:
     resourceRules:
-    - {operations: [CREATE], apiGroups: [tour.example.com], apiVersions: [v1], resources: [nothings]}
+    - operations: [CREATE]
+      apiGroups: [tour.example.com]
+      apiVersions: [v1]
+      resources: [nothings]
   validations:
   - expression: "true"
 ---
