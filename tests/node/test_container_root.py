@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from inplace.node.shim import FALLBACK_NOTE
+from inplace.node.shim import FALLBACK_NOTE, STAGING_FALLBACK
 
 SHIM = Path(__file__).parents[2] / "src" / "inplace" / "node" / "shim.py"
 
@@ -34,6 +34,7 @@ if echo scratch > {SCRATCH}; then echo "tmp ok"; else echo "tmp refused"; fi
 v=$(cat {SYSCTL})
 if echo "$v" > {SYSCTL}; then echo "sysctl written"; else echo "sysctl refused"; fi
 echo "data $(ls -A {{data}} | wc -l)"
+if [ -e {STAGING_FALLBACK} ]; then echo "staging shown"; else echo "staging absent"; fi
 """
 
 
@@ -77,7 +78,7 @@ def run_container(pod: dict[str, Any], **rootfs: Any) -> tuple[dict[str, str], P
     launch = {
         "namespaces": pod["pins"],
         "pid_namespace": "container",
-        "rootfs": {"staging": str(data), "layer": str(layer), "hide": [str(data)], **rootfs},
+        "rootfs": {"layer": str(layer), "hide": [str(data)], **rootfs},
         "working_dir": "/",
         "env": {"PATH": "/usr/bin:/bin"},
     }
@@ -128,6 +129,16 @@ def test_a_container_writes_its_own_layer_in_its_own_pid_namespace(pod: dict[str
     # a restarted container starts from a clean layer
     again, _ = run_container(pod)
     assert again["etc"] == "layered" and len(list((layer / "upper").glob("*/*probe"))) == 1
+
+
+def test_a_root_is_built_where_volumes_cover_every_hidden_directory(pod: dict[str, Any]) -> None:
+    """An emptyDir at /tmp over a node whose data is under /tmp: no hidden directory exists in
+    the pod, so the root is staged in the pod's own root, where no container sees it."""
+    seen, _ = run_container(pod, hide=[str(pod["data"] / "covered")])
+    assert seen["etc"] == "layered" and seen["pid"] == "2"
+    assert not Path(PROBE).exists()
+    assert seen["staging"] == "absent"
+    assert seen["data"] == "0"
 
 
 def test_privileged_may_write_proc_sys(pod: dict[str, Any]) -> None:

@@ -203,7 +203,6 @@ class PodSandboxes:
             plan = {}
         volumes = sorted({resolve_in_root("/", str(m["target"])) for m in plan.get("mounts") or ()})
         return {
-            "staging": str(self.config.data_dir),
             "layer": str(self.layer(uid, str(container.get("name")))),
             "hide": plan.get("hide") or [str(self.config.data_dir)],
             "volumes": volumes,

@@ -459,6 +459,9 @@ KERNEL_TREES = ("/proc", "/sys", "/dev")
 READONLY_ROOT_SCRATCH = ("/tmp", "/var/tmp", "/run")
 """What stays writable (a tmpfs each) when the kernel refuses the copy-on-write layer."""
 FALLBACK_NOTE = "readonly-root"
+STAGING_FALLBACK = "/.inplace-staging"
+"""Where a container's root is built when volumes cover every hidden directory: in the pod's
+own root (a tmpfs), never shown to a container."""
 """The file in the layer directory that says why the root is read-only (the agent's event)."""
 
 
@@ -526,10 +529,14 @@ class ContainerRoot:
         self.privileged = bool(spec.get("privileged"))
         self.volumes = [str(v) for v in spec.get("volumes") or ()]
         self.hidden = [str(h) for h in spec.get("hide") or ()]
-        # where the root is built: the outermost hidden directory, emptied in every pod
+        # where the root is built: the outermost hidden directory, emptied in every pod; where
+        # a volume covers them all (an emptyDir at /tmp over a data directory under /tmp), a
+        # directory of the pod's own root that no container is shown
         self.staging = next(
-            (h for h in sorted(self.hidden, key=len) if os.path.isdir(h)), str(spec["staging"])
+            (h for h in sorted(self.hidden, key=len) if os.path.isdir(h)), STAGING_FALLBACK
         )
+        if self.staging == STAGING_FALLBACK:
+            os.makedirs(STAGING_FALLBACK, 0o700, exist_ok=True)
         self.root = os.path.join(self.staging, "root")
         self.layer = os.path.join(self.staging, "layer")
         self.readonly_reason: str | None = (
@@ -591,6 +598,8 @@ class ContainerRoot:
             os.symlink(os.readlink(source), target)
         elif source == "/proc":
             os.mkdir(target, 0o555)
+        elif source == STAGING_FALLBACK:
+            return
         elif source == self.staging or _is_under(source, self.hidden):
             os.mkdir(target, 0o755)
         else:
