@@ -179,9 +179,12 @@ def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dash]:
 
 
 def worker_pid(dash: Dash) -> int:
+    """The worker's host PID (its container ID); it prints its own, 2 in its PID namespace."""
     logs = dash.kubectl("logs", "worker").stdout.split()
-    assert logs[0] == "pid", logs
-    return int(logs[1])
+    assert logs[:2] == ["pid", "2"], logs
+    pod = dash.pod("worker")
+    assert pod is not None
+    return int(pod["status"]["containerStatuses"][0]["containerID"].removeprefix("inplace://"))
 
 
 def memory_limit_in_cgroup(pid: int) -> int:
