@@ -114,8 +114,12 @@ def pod_body(name: str, shared: Path, mode: str, memory: str) -> dict[str, Any]:
                         str(SPIKE_MIB),
                     ],
                     "resources": {"requests": size, "limits": size},
+                    # The bench and the pod meet in this directory: a hostPath, since a pod's
+                    # own writes stay in its copy-on-write layer.
+                    "volumeMounts": [{"name": "shared", "mountPath": str(shared)}],
                 }
             ],
+            "volumes": [{"name": "shared", "hostPath": {"path": str(shared)}}],
         },
     }
 
