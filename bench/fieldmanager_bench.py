@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 
 from inplace.api import defaults
-from inplace.api.fieldmanager import field_manager
-from inplace.api.kinds import REGISTRY
+from inplace.registry.fieldmanager import field_manager
+from inplace.registry.kinds import REGISTRY
 
 PODS = REGISTRY.by_kind("", "Pod")
 DEPLOYMENTS = REGISTRY.by_kind("apps", "Deployment")

@@ -1,4 +1,4 @@
-"""Generate src/inplace/api/protobuf_schema.json from a kubectl binary.
+"""Generate src/inplace/registry/protobuf_schema.json from a kubectl binary.
 
 Usage: python tools/gen_protobuf_schema.py [path/to/kubectl]   (default: kubectl on PATH)
 
@@ -8,7 +8,7 @@ intact: ``(gogoproto.nullable) = false`` marks a non-pointer Go field. It also h
 struct tags (``json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"``) as
 reflection data, which is where ``omitempty`` lives. Those two facts are what decide how
 ``encoding/json`` prints a field, so the table carries them as a mode per field (see
-``inplace.api.protobuf``).
+``inplace.registry.protobuf``).
 
 The descriptors are read with inplace's own wire reader. Only messages reachable from the
 kinds we serve (ROOTS) are written. Rerun after a kubectl upgrade; the test suite checks every
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from inplace.api.protobuf import LEN, iter_fields, read_varint
+from inplace.registry.protobuf import LEN, iter_fields, read_varint
 
-OUT = Path(__file__).resolve().parent.parent / "src/inplace/api/protobuf_schema.json"
+OUT = Path(__file__).resolve().parent.parent / "src/inplace/registry/protobuf_schema.json"
 
 #: (apiVersion, kind, message) a request body may carry.
 ROOTS = [
@@ -84,7 +84,7 @@ ROOTS = [
     ("authentication.k8s.io/v1", "TokenReview", "authentication.v1.TokenReview"),
 ]
 
-#: Messages decoded by hand in inplace.api.protobuf (their fields are not needed).
+#: Messages decoded by hand in inplace.registry.protobuf (their fields are not needed).
 SPECIAL = {
     "meta.v1.Time",
     "meta.v1.MicroTime",

@@ -1,4 +1,4 @@
-"""Generate src/inplace/api/smd_schema.json from upstream's structured-merge-diff schema.
+"""Generate src/inplace/registry/smd_schema.json from upstream's structured-merge-diff schema.
 
 Usage: python tools/gen_smd_schema.py path/to/internal.go
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-OUT = Path(__file__).resolve().parent.parent / "src/inplace/api/smd_schema.json"
+OUT = Path(__file__).resolve().parent.parent / "src/inplace/registry/smd_schema.json"
 _STABLE = re.compile(r"^io\.k8s\.api\.[a-z0-9]+\.v\d+\.[A-Za-z0-9]+$")
 _ALWAYS = ("io.k8s.apimachinery.", "__untyped_")
 

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inplace.api.defaults import apply_defaults, image_pull_policy, spec_changed
-from inplace.api.kinds import REGISTRY, Kind
+from inplace.api.defaults import image_pull_policy
+from inplace.registry.kinds import REGISTRY, Kind
+from inplace.registry.strategy import apply_defaults, spec_changed
 
 
 def kind(group: str, name: str) -> Kind:

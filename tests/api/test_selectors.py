@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inplace.api.kinds import REGISTRY
 from inplace.api.selectors import (
     METADATA_FIELDS,
     FieldSelector,
@@ -17,6 +16,7 @@ from inplace.api.selectors import (
     SelectableFields,
     SelectorError,
 )
+from inplace.registry.kinds import REGISTRY
 
 
 def fields(kind: str) -> SelectableFields:

@@ -7,11 +7,6 @@ from typing import Any
 
 import pytest
 
-from inplace.api.lifecycle import (
-    admit_persistent_volume,
-    admit_persistent_volume_claim,
-    admit_persistent_volume_claim_resize,
-)
 from inplace.api.storage import (
     access_modes_text,
     binding_mode,
@@ -24,7 +19,12 @@ from inplace.api.storage import (
     uses_read_write_once_pod,
     volume_allows_node,
 )
-from inplace.api.strategy import Rejected
+from inplace.registry.lifecycle import (
+    admit_persistent_volume,
+    admit_persistent_volume_claim,
+    admit_persistent_volume_claim_resize,
+)
+from inplace.registry.strategy import Rejected
 
 
 def sc(

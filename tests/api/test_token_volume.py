@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from inplace.api.lifecycle import admit_pod_service_account
 from inplace.api.token_volume import (
     TOKEN_MOUNT_PATH,
     mount_service_account_token,
     should_automount,
     token_volume_source,
 )
+from inplace.registry.lifecycle import admit_pod_service_account
 
 
 def pod(**spec: Any) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from inplace.api.usage_profile import (
     profile_errors,
     profile_for,
 )
-from inplace.api.validation import ValidationError, validate_create
+from inplace.api.validation import ValidationError
+from inplace.registry.validation import validate_create
 from tests.api.validation.builders import (
     DEPLOYMENT,
     POD,

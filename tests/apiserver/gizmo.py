@@ -1,7 +1,7 @@
 """A throw-away kind the server has never heard of, with a strategy of its own.
 
 `Gizmo` (example.inplace.dev/v1) is defined here exactly as a served kind is in
-`inplace.api.kinds`: one `Kind(...)` entry naming its strategy, whose rules are plain
+`inplace.registry.kinds`: one `Kind(...)` entry naming its strategy, whose rules are plain
 functions. Nothing in `src/` knows it, so whatever the tests see it do (defaults, admission,
 validation messages, what its status and `tune` subresources may write, generation, graceful
 deletion, its Table and field selectors) comes from the strategy alone. Its schema is
@@ -14,15 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from inplace.api.kinds import REGISTRY, Kind, Registry
 from inplace.api.selectors import SelectableFields
-from inplace.api.strategy import (
-    ObjectReader,
-    Rejected,
-    Strategy,
-    SubresourceUpdate,
-    copy_json,
-)
 from inplace.api.tables import Column, TablePrinter
 from inplace.api.validation.errors import (
     FieldError,
@@ -35,6 +27,14 @@ from inplace.api.validation.meta import (
     validate_object_meta,
     validate_object_meta_update,
     validate_status_metadata,
+)
+from inplace.registry.kinds import REGISTRY, Kind, Registry
+from inplace.registry.strategy import (
+    ObjectReader,
+    Rejected,
+    Strategy,
+    SubresourceUpdate,
+    copy_json,
 )
 
 GROUP = "example.inplace.dev"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.discovery import (
     OPENAPI_V2_PROTOBUF,
     api_group,
@@ -14,6 +13,7 @@ from inplace.apiserver.discovery import (
     subresource_discovery,
     version_info,
 )
+from inplace.registry.kinds import REGISTRY
 from tests.apiserver.support import make_api
 from tests.conftest import InProcessServer
 

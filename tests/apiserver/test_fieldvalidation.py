@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from inplace.api.kinds import REGISTRY, Kind
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.fieldvalidation import FIELD_VALIDATION_MODES, drop_path, validate_fields
+from inplace.registry.kinds import REGISTRY, Kind
 
 
 def _kind(group: str, name: str) -> Kind:

@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 import yaml
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.handlers import delete_options
+from inplace.registry.kinds import REGISTRY
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 from tests.e2e.manifests import EVERY_KIND

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.lists import decode_continue, encode_continue, list_body, selector_filter
+from inplace.registry.kinds import REGISTRY
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.nodemetrics import read_metrics
 from inplace.apiserver.routing import RequestInfo
+from inplace.registry.kinds import REGISTRY
 
 POD_METRICS = REGISTRY.by_kind("metrics.k8s.io", "PodMetrics")
 

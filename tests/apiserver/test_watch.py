@@ -12,11 +12,11 @@ import orjson
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
 from inplace.apiserver.cache import CachedEvent
 from inplace.apiserver.server import APIServer, APIServerConfig
 from inplace.apiserver.watch import bookmark, encode_event
+from inplace.registry.kinds import REGISTRY
 from tests.apiserver.support import PODS, make_api, pod
 from tests.conftest import InProcessServer
 

@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inplace.api.conditions import KUBELET, SCHEDULER, Decision, absent, present, status_update
-from inplace.api.kinds import REGISTRY
-from inplace.api.patch import apply_strategic_merge_patch
-from inplace.api.patchmeta import schema_for_kind
 from inplace.client import PODS, APIConflictError, APINotFoundError, Client, ClusterConfig
 from inplace.client.events import EventRecorder
 from inplace.client.status import write_status
 from inplace.node.actions import ClientActions as NodeClientActions
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.patch import apply_strategic_merge_patch
+from inplace.registry.patchmeta import schema_for_kind
 from inplace.scheduler.actions import ClientActions as SchedulerClientActions
 from inplace.scheduler.framework import pod_info
 from tests.conftest import InProcessServer

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.client import api_client
 
-from inplace.api.schema import vpa_crd
+from inplace.registry.schema import vpa_crd
 from tests.conftest import Cluster
 from tests.poll import wait_until
 

@@ -24,10 +24,10 @@ from typing import Any
 import psutil
 import pytest
 
-from inplace.api.kinds import REGISTRY
 from inplace.apiserver.cache import WatchCache
 from inplace.cli.down import cluster_cgroups
 from inplace.cli.paths import DataDir
+from inplace.registry.kinds import REGISTRY
 from inplace.store import Store
 from tests.conftest import Cluster, free_port, reap_cgroups, reap_mounts, start_cluster
 from tests.e2e.test_node_agent import apply, cgroup_root_of, node_ready, pid_of, running

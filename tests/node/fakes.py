@@ -17,9 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inplace.api.kinds import REGISTRY
-from inplace.api.patch import apply_strategic_merge_patch
-from inplace.api.patchmeta import schema_for_kind
 from inplace.client import APIConflictError, APINotFoundError, Client, ClusterConfig, key_of
 from inplace.client.events import ObjectRef
 from inplace.client.status import ComputeStatus, write_status
@@ -28,6 +25,9 @@ from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import NoneDriver
 from inplace.node.runtime import ExitStatus, RunningProcess
 from inplace.node.simulated import SimulatedRuntime
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.patch import apply_strategic_merge_patch
+from inplace.registry.patchmeta import schema_for_kind
 from tests.poll import await_until
 
 _POD = REGISTRY.by_kind("", "Pod")

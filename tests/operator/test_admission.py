@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from inplace.api.patch import apply_json_patch
 from inplace.operator.admission import mutate, review_response
+from inplace.registry.patch import apply_json_patch
 
 SMALL = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
 BIG = {"requests": {"cpu": "200m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}

@@ -14,9 +14,9 @@ import aiohttp
 import orjson
 import pytest
 
-from inplace.api.patch import apply_json_patch
 from inplace.operator.certs import ServingCert, make_serving_cert
 from inplace.operator.webhook import WebhookServer
+from inplace.registry.patch import apply_json_patch
 
 OWN_USER = "system:serviceaccount:inplace-system:inplace-operator"
 SMALL = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}

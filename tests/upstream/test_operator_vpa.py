@@ -5,7 +5,7 @@ request with a VPA naming the ``inplace`` recommender is resized in place (same 
 restart, the CPU request in the cgroup); a VPA without ``recommenders`` (the default
 recommender's) is left alone: no status, no checkpoint, its pod untouched.
 
-The CRDs are built from the upstream CRD the project vendors (``inplace.api.schema.crd``,
+The CRDs are built from the upstream CRD the project vendors (``inplace.registry.schema.crd``,
 transcribed from kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml):
 its served ``v1`` version with upstream's names, schema, status subresource and printer
 columns, and upstream's API-approval annotation (``autoscaling.k8s.io`` is a protected group).
@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from inplace.api.quantity import Quantity
-from inplace.api.schema import CRD_FILES, crd
+from inplace.registry.schema import CRD_FILES, crd
 from tests.e2e.test_vpa import grower
 from tests.poll import wait_until
 

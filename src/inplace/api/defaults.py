@@ -1,7 +1,8 @@
 """Defaulting: the values upstream fills in before an object is validated and stored.
 
-The API server calls :func:`apply_defaults` on every object it decodes (create and update,
-as upstream's scheme defaulting runs on every decode), then validates. What a client reads
+The API server calls them (:func:`inplace.registry.strategy.apply_defaults`) on every object
+it decodes (create and update, as upstream's scheme defaulting runs on every decode), then
+validates. What a client reads
 back is therefore what a real API server would have stored: ``kubectl get -o yaml`` shows
 ``restartPolicy: Always``, ``imagePullPolicy: IfNotPresent`` and the 300 s not-ready
 tolerations whether or not the manifest had them.
@@ -33,17 +34,12 @@ into a 500.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.validation.services import externally_accessible
 
-if TYPE_CHECKING:
-    from inplace.api.kinds import Kind
-
 __all__ = [
-    "apply_defaults",
     "default_cron_job",
     "default_daemon_set",
     "default_deployment",
@@ -60,7 +56,6 @@ __all__ = [
     "default_service",
     "default_stateful_set",
     "image_pull_policy",
-    "spec_changed",
 ]
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
@@ -116,32 +111,6 @@ _VOLUME_SOURCES: Final = (
     "ephemeral",
     "image",
 )
-
-
-def apply_defaults(kind: Kind, obj: dict[str, Any], *, on_create: bool = True) -> dict[str, Any]:
-    """Fill in upstream's defaults for `kind`, in place, and return `obj` itself.
-
-    `obj` is mutated (callers that hold a cached object must pass a copy). `on_create`
-    enables what upstream does only when an object is created (admission plugins, the
-    namespace finalizer, the job selector); plain defaults run on every write.
-    """
-    if not isinstance(obj, dict):
-        return obj
-    kind.strategy.defaults(obj, on_create)
-    return obj
-
-
-def spec_changed(kind: Kind, new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Whether `metadata.generation` must be bumped: the kind's strategy says its spec
-    counts and the spec changed.
-
-    Compared as stored JSON, so a no-op update (same spec re-sent) does not bump it.
-    """
-    if not kind.strategy.bumps_generation:
-        return False
-    new_spec = new.get("spec") if isinstance(new, Mapping) else None
-    old_spec = old.get("spec") if isinstance(old, Mapping) else None
-    return bool(new_spec != old_spec)
 
 
 def image_pull_policy(image: object) -> str:

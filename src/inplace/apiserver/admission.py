@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from inplace.api.kinds import Kind
 from inplace.apiserver.auth import User
+from inplace.registry.kinds import Kind
 
 __all__ = ["AdmissionRequest", "ValidatingAdmission"]
 

@@ -1,7 +1,7 @@
 """Server-side apply over the store: ``PATCH`` with ``application/apply-patch+yaml``.
 
 HTTP-free like `rest.py`, whose write path it ends in. The merge, the ownership and the
-conflicts are :mod:`inplace.api.managedfields`'s; this module reads the live object (or
+conflicts are :mod:`inplace.registry.managedfields`'s; this module reads the live object (or
 finds there is none, and creates it, as upstream's apply does), turns refusals into
 upstream's Status answers, and retries when another writer wins the compare-and-swap.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inplace.api.fieldmanager import FieldManager, field_manager
-from inplace.api.kinds import Kind
-from inplace.api.managedfields import ApplyConflict, ApplyRefused
 from inplace.apiserver.auth import User
 from inplace.apiserver.errors import StatusError, bad_request, conflict
 from inplace.apiserver.fieldvalidation import validate_fields
 from inplace.apiserver.rest import REST
 from inplace.apiserver.writes import RETRY_SECONDS, WriteResult, parse_resource_version, until
+from inplace.registry.fieldmanager import FieldManager, field_manager
+from inplace.registry.kinds import Kind
+from inplace.registry.managedfields import ApplyConflict, ApplyRefused
 
 
 async def server_side_apply(

@@ -24,8 +24,6 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
-from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
-from inplace.api.services import KUBERNETES_SERVICE_IP
 from inplace.api.storage import (
     DEFAULT_CLASS_ANNOTATION,
     LOCAL_PATH_CLASS,
@@ -36,6 +34,8 @@ from inplace.api.timestamps import rfc3339
 from inplace.apiserver.cache import CachedEvent
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.rest import REST
+from inplace.registry.lifecycle import DEFAULT_SERVICE_ACCOUNT
+from inplace.registry.services import KUBERNETES_SERVICE_IP
 from inplace.store import ConflictError, KeyExistsError
 
 __all__ = ["KUBERNETES", "ClusterObjects"]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from inplace.api.kinds import Kind, Registry
+from inplace.registry.kinds import Kind, Registry
 from inplace.store import Entry, Event, Store
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ kubectl and the official clients map a kind to a resource through these document
 legacy form (APIVersions, APIGroupList, APIGroup, APIResourceList) and, for a client whose
 Accept header asks for it (kubectl does), aggregated discovery (`apidiscovery.k8s.io/v2`
 `APIGroupDiscoveryList` from `/api` and `/apis`: every group, version and resource in one
-answer); they fetch OpenAPI v3 (and v2, see `inplace.api.openapi.v2`) to validate and explain
+answer); they fetch OpenAPI v3 (and v2, see `inplace.registry.openapi.v2`) to validate and explain
 fields. Everything here is derived from the kind registry at request time, so a kind added
 there (a CustomResourceDefinition's) is discovered at once, without touching this module.
 
@@ -23,11 +23,11 @@ import orjson
 from aiohttp import web
 
 from inplace import __version__
-from inplace.api.kinds import Kind, Registry
-from inplace.api.openapi import openapi_v3_bytes, openapi_v3_index_bytes
-from inplace.api.openapi.v2 import openapi_v2_bytes
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.httputil import json_response
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.openapi import openapi_v3_bytes, openapi_v3_index_bytes
+from inplace.registry.openapi.v2 import openapi_v2_bytes
 
 #: Kubernetes version this server speaks (pods/resize is a v1.33 subresource).
 KUBE_VERSION = ("1", "33", "v1.33.0")

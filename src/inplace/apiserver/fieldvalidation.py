@@ -1,6 +1,6 @@
 """A write's `fieldValidation`: what becomes of unknown fields and wrongly-typed values.
 
-The check itself is :mod:`inplace.api.schema`'s; this is what the API server does with its
+The check itself is :mod:`inplace.registry.schema`'s; this is what the API server does with its
 verdict, as upstream's handlers do: a wrong type is always refused (a 400 decode error, or a
 422 Invalid for a kind served from a CRD schema); unknown fields are refused under `Strict`,
 dropped with one `Warning` each under `Warn` (the default), and dropped silently under
@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from inplace.api.kinds import Kind
-from inplace.api.schema import check_fields, is_crd, strict_decoding_error, unknown_field_warnings
 from inplace.apiserver.errors import StatusError, bad_request
+from inplace.registry.kinds import Kind
+from inplace.registry.schema import (
+    check_fields,
+    is_crd,
+    strict_decoding_error,
+    unknown_field_warnings,
+)
 
 #: The values upstream accepts for the `fieldValidation` query parameter.
 FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")

@@ -20,9 +20,6 @@ import orjson
 import yaml
 from aiohttp import web
 
-from inplace.api.kinds import Kind, Registry
-from inplace.api.managedfields import manager_from_user_agent, option_errors
-from inplace.api.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
 from inplace.api.validation.errors import ValidationError
 from inplace.apiserver import subresources
 from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, User
@@ -50,6 +47,9 @@ from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.apiserver.webhooks import subresource_create
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.managedfields import manager_from_user_agent, option_errors
+from inplace.registry.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
 
 
 def object_body(body: Any, kind: Kind) -> dict[str, Any]:

@@ -16,13 +16,13 @@ from typing import Any, Literal
 import orjson
 from aiohttp import web
 
-from inplace.api.kinds import Kind
 from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
 from inplace.api.tables import to_table
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, gone
 from inplace.apiserver.httputil import int_param, json_response, parse_rv, wants_table
 from inplace.apiserver.routing import RequestInfo
+from inplace.registry.kinds import Kind
 from inplace.store import CompactedError, FutureRevisionError, Store
 
 Matcher = Callable[[dict[str, Any]], bool]

@@ -32,8 +32,12 @@ from typing import Any, Final
 
 import yaml
 
-from inplace.api.kinds import Registry
-from inplace.api.podsecurity import (
+from inplace.api.validation.errors import ValidationError
+from inplace.apiserver.admission import AdmissionRequest
+from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.errors import StatusError
+from inplace.registry.kinds import Registry
+from inplace.registry.podsecurity import (
     PRIVILEGED,
     LevelVersion,
     Policy,
@@ -43,10 +47,6 @@ from inplace.api.podsecurity import (
     parse_version,
     policy_to_evaluate,
 )
-from inplace.api.validation.errors import ValidationError
-from inplace.apiserver.admission import AdmissionRequest
-from inplace.apiserver.cache import WatchCache
-from inplace.apiserver.errors import StatusError
 
 __all__ = ["ConfigError", "PodSecurity", "PodSecurityConfig", "load_admission_config"]
 

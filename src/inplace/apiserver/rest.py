@@ -18,23 +18,9 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from inplace.api import defaults as api_defaults
-from inplace.api import validation
-from inplace.api.canonical import canonicalize
-from inplace.api.fieldmanager import field_manager
-from inplace.api.kinds import Kind, Registry
-from inplace.api.lifecycle import DEFAULT_SERVICE_ACCOUNT
-from inplace.api.managedfields import set_managed_fields
 from inplace.api.names import generated_name
-from inplace.api.patch import (
-    PatchError,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_merge_patch,
-)
-from inplace.api.patchmeta import schema_for_kind
-from inplace.api.strategy import Rejected, copy_json, keep_spec, keep_status
 from inplace.api.timestamps import rfc3339
+from inplace.api.validation import ValidationError
 from inplace.apiserver.admission import AdmissionRequest, ValidatingAdmission
 from inplace.apiserver.auth import User
 from inplace.apiserver.cache import WatchCache
@@ -55,6 +41,27 @@ from inplace.apiserver.writes import (
     check_preconditions,
     parse_resource_version,
     until,
+)
+from inplace.registry import validation
+from inplace.registry.canonical import canonicalize
+from inplace.registry.fieldmanager import field_manager
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.lifecycle import DEFAULT_SERVICE_ACCOUNT
+from inplace.registry.managedfields import set_managed_fields
+from inplace.registry.patch import (
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
+from inplace.registry.patchmeta import schema_for_kind
+from inplace.registry.strategy import (
+    Rejected,
+    apply_defaults,
+    copy_json,
+    keep_spec,
+    keep_status,
+    spec_changed,
 )
 from inplace.store import ConflictError, Entry, KeyExistsError, NotFoundError, Store
 
@@ -89,7 +96,7 @@ class _CachedObjects:
 
 class REST:
     """Create, read, update, patch and delete for every stored kind, as each kind's strategy
-    (`inplace.api.strategy`) says."""
+    (`inplace.registry.strategy`) says."""
 
     def __init__(
         self,
@@ -179,12 +186,12 @@ class REST:
             # Upstream's field manager sees the decoded (defaulted) object, before admission
             # and the strategy add what the server sets on create: canonical, and without
             # the empty values Go omits.
-            api_defaults.apply_defaults(kind, obj, on_create=False)
+            apply_defaults(kind, obj, on_create=False)
             canonicalize(kind, obj)
             set_managed_fields(meta, field_manager(kind).update(None, obj, manager, self.now()))
-            api_defaults.apply_defaults(kind, obj)
+            apply_defaults(kind, obj)
         else:
-            api_defaults.apply_defaults(kind, obj)
+            apply_defaults(kind, obj)
             canonicalize(kind, obj)
         self._admit_create(kind, obj)
         options = _options("CreateOptions", manager)
@@ -269,7 +276,7 @@ class REST:
             allocate(obj, self._objects, old)
         except Rejected as exc:
             raise StatusError(exc.code, exc.message) from exc
-        except validation.ValidationError as exc:
+        except ValidationError as exc:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
 
     async def _require_namespace(self, namespace: str) -> None:
@@ -298,7 +305,7 @@ class REST:
                 strategy.admit(obj, self._objects)
             except Rejected as exc:
                 raise StatusError(exc.code, exc.message) from exc
-            except validation.ValidationError as exc:
+            except ValidationError as exc:
                 raise StatusError(422, exc.message(), body=exc.status()) from exc
 
     @staticmethod
@@ -316,7 +323,7 @@ class REST:
         if changed:
             assert isinstance(request.obj, dict)
             request.obj.setdefault("metadata", {})
-            api_defaults.apply_defaults(request.kind, request.obj, on_create=False)
+            apply_defaults(request.kind, request.obj, on_create=False)
             canonicalize(request.kind, request.obj)
         return warnings
 
@@ -489,11 +496,11 @@ class REST:
                 meta.pop(fixed, None)
         meta.pop("resourceVersion", None)
         if defaults:
-            api_defaults.apply_defaults(kind, new, on_create=False)
+            apply_defaults(kind, new, on_create=False)
         canonicalize(kind, new)
         if subresource is None and kind.strategy.finish_update is not None:
             kind.strategy.finish_update(new, old)
-        if api_defaults.spec_changed(kind, new, old):
+        if spec_changed(kind, new, old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not managed_fields:
             entries = field_manager(kind, subresource).update(old, new, manager, self.now())
@@ -827,7 +834,7 @@ class REST:
     def _validate(check: Callable[[], None]) -> None:
         try:
             check()
-        except validation.ValidationError as exc:
+        except ValidationError as exc:
             raise StatusError(422, exc.message(), body=exc.status()) from exc
 
 

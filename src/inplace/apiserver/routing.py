@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inplace.api.kinds import Kind, Registry
 from inplace.apiserver.errors import StatusError, method_not_allowed
+from inplace.registry.kinds import Kind, Registry
 
 _TRUE = {"1", "true", "True"}
 #: Subresources that are only ever created (POSTed).

@@ -29,7 +29,6 @@ from typing import Any
 
 from aiohttp import web
 
-from inplace.api.kinds import REGISTRY, Registry
 from inplace.api.validation.pods import set_protected_host_paths
 from inplace.apiserver.auth import MASTERS_GROUP, Authenticator, TokenFile, Unauthorized, User
 from inplace.apiserver.authz import Attributes, Authorizers, forbidden_error
@@ -55,6 +54,7 @@ from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.apiserver.webhooks import WebhookAdmission
+from inplace.registry.kinds import REGISTRY, Registry
 from inplace.store import Store
 
 log = logging.getLogger(__name__)

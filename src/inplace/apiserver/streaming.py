@@ -35,7 +35,6 @@ from urllib.parse import quote, urlencode
 from aiohttp import web
 
 from inplace.api.annotations import SIMULATED
-from inplace.api.kinds import Registry
 from inplace.api.remotecommand import ExecOptions, exec_options, node_query
 from inplace.apiserver.auth import NODE_PREFIX, TokenFile
 from inplace.apiserver.cache import WatchCache
@@ -45,6 +44,7 @@ from inplace.apiserver.nodemetrics import kubelet_endpoint
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
 from inplace.apiserver.webhooks import connect_request
+from inplace.registry.kinds import Registry
 from inplace.upgrade import hijack, is_upgrade_request
 
 __all__ = ["STREAMING_SUBRESOURCES", "PodStreams", "container_for"]

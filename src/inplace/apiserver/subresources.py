@@ -9,24 +9,24 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from inplace.api.fieldmanager import FieldManager, scale_field_manager
-from inplace.api.kinds import Kind
-from inplace.api.managedfields import (
-    ApplyConflict,
-    ApplyRefused,
-    parent_entries_after_scale,
-    scale_entries,
-    set_managed_fields,
-)
-from inplace.api.patch import PatchError, apply_json_patch, apply_merge_patch
 from inplace.api.selectors import LabelSelector, SelectorError
-from inplace.api.strategy import copy_json
 from inplace.apiserver.apply import refusal
 from inplace.apiserver.auth import User
 from inplace.apiserver.crds.scale import custom_scale, set_replicas
 from inplace.apiserver.errors import StatusError, bad_request, conflict, not_found
 from inplace.apiserver.rest import REST
 from inplace.apiserver.writes import check_preconditions
+from inplace.registry.fieldmanager import FieldManager, scale_field_manager
+from inplace.registry.kinds import Kind
+from inplace.registry.managedfields import (
+    ApplyConflict,
+    ApplyRefused,
+    parent_entries_after_scale,
+    scale_entries,
+    set_managed_fields,
+)
+from inplace.registry.patch import PatchError, apply_json_patch, apply_merge_patch
+from inplace.registry.strategy import copy_json
 from inplace.store import ConflictError, NotFoundError
 
 

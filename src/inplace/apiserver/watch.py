@@ -17,7 +17,6 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from inplace.api.kinds import Kind
 from inplace.apiserver.cache import CachedEvent, TooOldError, WatchCache
 from inplace.apiserver.crds.versions import convert_raw
 from inplace.apiserver.errors import gone
@@ -25,6 +24,7 @@ from inplace.apiserver.httputil import INFO, int_param, parse_rv, wants_table
 from inplace.apiserver.lists import selector_filter, table
 from inplace.apiserver.metrics import APIServerMetrics
 from inplace.apiserver.routing import RequestInfo
+from inplace.registry.kinds import Kind
 
 #: Seconds without events after which a watch that allows bookmarks gets one.
 BOOKMARK_EVERY = 10.0

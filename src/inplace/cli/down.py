@@ -52,7 +52,7 @@ from inplace.node.cgroups.base import read_mountinfo
 from inplace.node.shim import SetupError, mount_points_under, umount
 
 if TYPE_CHECKING:
-    from inplace.api.kinds import Kind
+    from inplace.registry.kinds import Kind
 
 __all__ = [
     "WORKLOAD_KINDS",
@@ -219,7 +219,7 @@ def _grace(pod: dict[str, Any]) -> float:
 
 
 def _workload_kinds() -> list[Kind]:
-    from inplace.api.kinds import REGISTRY  # the whole kind table: only `down` needs it
+    from inplace.registry.kinds import REGISTRY  # the whole kind table: only `down` needs it
 
     return [k for g, name in WORKLOAD_KINDS if (k := REGISTRY.by_kind(g, name)) is not None]
 
@@ -265,9 +265,9 @@ async def delete_through_api(data: DataDir, report: Report) -> dict[str, float]:
 async def delete_from_store(data: DataDir, report: Report) -> dict[str, float]:
     """Nothing runs the cluster: delete the same objects from its store (at once: their
     processes are stopped on the host); returns the pods' grace periods by uid."""
-    from inplace.api.kinds import REGISTRY
     from inplace.apiserver.cache import WatchCache
     from inplace.apiserver.rest import REST
+    from inplace.registry.kinds import REGISTRY
     from inplace.store import Store
 
     graces: dict[str, float] = {}

@@ -9,12 +9,10 @@ from typing import Any
 
 import pytest
 
-from inplace.api.defaults import apply_defaults
-from inplace.api.kinds import REGISTRY, Kind
-from inplace.api.validation import (
-    ValidationError,
-    validate_create,
-)
+from inplace.api.validation import ValidationError
+from inplace.registry.kinds import REGISTRY, Kind
+from inplace.registry.strategy import apply_defaults
+from inplace.registry.validation import validate_create
 
 
 def kind(group: str, name: str) -> Kind:

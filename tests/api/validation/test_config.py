@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from inplace.api.defaults import apply_defaults
-from inplace.api.kinds import REGISTRY, Kind
-from inplace.api.validation import validate_create, validate_update
 from inplace.api.validation.config import MAX_DATA_BYTES, config_key_errors
+from inplace.registry.kinds import REGISTRY, Kind
+from inplace.registry.strategy import apply_defaults
+from inplace.registry.validation import validate_create, validate_update
 from tests.api.validation.builders import create_messages, messages, mutate
 
 CONFIG_MAP = REGISTRY.by_kind("", "ConfigMap")

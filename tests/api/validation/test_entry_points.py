@@ -11,15 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inplace.api.defaults import apply_defaults
-from inplace.api.kinds import Kind
-from inplace.api.validation import (
-    ValidationError,
-    validate_create,
-    validate_resize,
-    validate_status_update,
-    validate_update,
-)
+from inplace.api.validation import ValidationError, validate_resize
+from inplace.registry.kinds import Kind
+from inplace.registry.strategy import apply_defaults
+from inplace.registry.validation import validate_create, validate_status_update, validate_update
 from tests.api.validation.builders import (
     DEPLOYMENT,
     EVENT,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from inplace.api.validation import validate_create
+from inplace.registry.validation import validate_create
 from tests.api.validation.builders import POD, container, create_messages, pod
 
 EXPRESSIONS = (

@@ -9,8 +9,8 @@ from inplace.api.validation import (
     ValidationError,
     dns1123_label_errors,
     qualified_name_errors,
-    validate_create,
 )
+from inplace.registry.validation import validate_create
 from tests.api.validation.builders import (
     POD,
     create_messages,

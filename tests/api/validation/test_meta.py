@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from inplace.api.kinds import Kind
-from inplace.api.validation import (
-    validate_update,
-)
+from inplace.registry.kinds import Kind
+from inplace.registry.validation import validate_update
 from tests.api.validation.builders import (
     DEPLOYMENT,
     DNS_SUBDOMAIN_MSG,

@@ -7,13 +7,9 @@ from typing import Any
 
 import pytest
 
-from inplace.api.kinds import Kind
-from inplace.api.validation import (
-    validate_create,
-    validate_status_update,
-    validate_update,
-)
 from inplace.api.validation.pods import set_protected_host_paths
+from inplace.registry.kinds import Kind
+from inplace.registry.validation import validate_create, validate_status_update, validate_update
 from tests.api.validation.builders import (
     DNS_LABEL_MSG,
     DNS_SUBDOMAIN_MSG,

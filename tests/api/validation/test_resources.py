@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inplace.api.kinds import Kind
+from inplace.registry.kinds import Kind
 from tests.api.validation.builders import (
     POD,
     QUANTITY_MSG,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from inplace.api.defaults import apply_defaults
-from inplace.api.kinds import REGISTRY
-from inplace.api.validation import validate_create, validate_update
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.strategy import apply_defaults
+from inplace.registry.validation import validate_create, validate_update
 from tests.api.validation.builders import create_messages, messages, mutate
 
 SERVICE = REGISTRY.by_kind("", "Service")

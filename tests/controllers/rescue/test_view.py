@@ -9,9 +9,6 @@ from typing import Any
 import pytest
 
 from inplace.api.defaults import default_pod
-from inplace.api.kinds import REGISTRY
-from inplace.api.patch import apply_strategic_merge_patch
-from inplace.api.patchmeta import schema_for_kind
 from inplace.api.resources import qos_class
 from inplace.api.validation import validate_resize
 from inplace.controllers.rescue.model import Donor, Growth, NodeRoom, Rescue, Size, plan
@@ -27,6 +24,9 @@ from inplace.controllers.rescue.view import (
     shrink_patch,
     vpa_of,
 )
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.patch import apply_strategic_merge_patch
+from inplace.registry.patchmeta import schema_for_kind
 
 from .builders import node, peaks_of, pending, running, vpa
 

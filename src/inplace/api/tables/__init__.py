@@ -12,7 +12,7 @@ columns are the ones kubectl hides unless asked.
 One module per concern: `printer` (columns, `TablePrinter`, `to_table`), `pods`, `workloads`,
 `cluster`, `config` (ConfigMaps, Secrets, ServiceAccounts), `rbac`, `services` (Services,
 Endpoints, EndpointSlices) and `storage` (PersistentVolumes, claims, StorageClasses); a
-kind names its printer in its strategy (`inplace.api.kinds`).
+kind names its printer in its strategy (`inplace.registry.kinds`).
 """
 
 from __future__ import annotations

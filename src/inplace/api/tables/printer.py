@@ -85,7 +85,7 @@ Row = tuple[list[Any], list[dict[str, Any]] | None]
 class TablePrinter:
     """How one kind prints as a Table (upstream's TableConvertor for a resource): its columns
     and the function that computes one object's cells. A kind names its printer in its
-    strategy (`inplace.api.kinds`); a printer's cells must line up with its columns."""
+    strategy (`inplace.registry.kinds`); a printer's cells must line up with its columns."""
 
     columns: tuple[Column, ...]
     row: Callable[[Mapping[str, Any], datetime], Row]

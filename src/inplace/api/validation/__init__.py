@@ -1,6 +1,6 @@
 """Validation of API objects: upstream's rules, field paths and messages, every error at once.
 
-The API server validates each write after :func:`inplace.api.defaults.apply_defaults` (as
+The API server validates each write after :func:`inplace.registry.strategy.apply_defaults` (as
 upstream validates after defaulting, so fields such as ``restartPolicy`` or
 ``terminationGracePeriodSeconds`` are *required* here) and answers a
 :class:`ValidationError` with a 422 ``kind: Status`` whose text is what kube-apiserver would
@@ -43,13 +43,13 @@ requirements), :mod:`.pods` (containers, pod specs and templates, pods), :mod:`.
 (``pods/resize``), :mod:`.workloads` (deployments, replica sets, jobs, PDBs), :mod:`.cluster`
 (the other kinds) and :mod:`.equality` (semantic equality and diffs). This module holds the
 entry points the API server calls; which rules apply to a kind is its strategy's choice
-(:mod:`inplace.api.strategy`, paired with kinds in :mod:`inplace.api.kinds`).
+(:mod:`inplace.registry.strategy`, paired with kinds in :mod:`inplace.registry.kinds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from inplace.api.names import (
     dns1123_label_errors,
@@ -71,19 +71,10 @@ from inplace.api.validation.errors import (
     FieldError,
     ValidationError,
     invalid,
-    lookup,
-    name_is_dns_subdomain,
     type_invalid,
 )
-from inplace.api.validation.meta import (
-    object_name,
-    validate_object_meta,
-    validate_object_meta_update,
-)
+from inplace.api.validation.meta import object_name
 from inplace.api.validation.resize import validate_pod_resize
-
-if TYPE_CHECKING:
-    from inplace.api.kinds import Kind
 
 __all__ = [
     "DUPLICATE",
@@ -96,52 +87,30 @@ __all__ = [
     "TOO_LONG",
     "TYPE_INVALID",
     "FieldError",
+    "UpdateRule",
     "ValidationError",
+    "check_update",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
+    "guarded",
     "label_value_errors",
     "qualified_name_errors",
-    "validate_create",
+    "raise_if_errors",
+    "require_object",
     "validate_resize",
-    "validate_status_update",
-    "validate_update",
 ]
 
-_UpdateRule = Callable[[list[FieldError], Mapping[str, Any], Mapping[str, Any]], None]
+UpdateRule = Callable[[list[FieldError], Mapping[str, Any], Mapping[str, Any]], None]
+"""An update rule: appends the errors of changing `old` (third) into `new` (second)."""
 
 
-def _validate_new(kind: Kind, errs: list[FieldError], obj: Mapping[str, Any]) -> None:
-    """The kind's create rule; a kind without one: its metadata only."""
-    rule = kind.strategy.validate
-    if rule is not None:
-        rule(errs, obj)
-    else:
-        validate_object_meta(errs, obj, namespaced=kind.namespaced, name_fn=name_is_dns_subdomain)
-
-
-def _update_rule(kind: Kind, subresource: str | None) -> _UpdateRule:
-    """The whole rule for an update through the object itself or one of its subresources."""
-    strategy = kind.strategy
-    if subresource == "status":
-        return strategy.validate_status_update
-    if subresource is not None:
-        return strategy.subresources[subresource].validate
-    if strategy.validate_update is not None:
-        return strategy.validate_update
-
-    def standard(errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
-        validate_object_meta_update(errs, new, old)
-        _validate_new(kind, errs, new)
-
-    return standard
-
-
-def _raise(kind: str, group: str, obj: object, errs: list[FieldError]) -> None:
+def raise_if_errors(kind: str, group: str, obj: object, errs: list[FieldError]) -> None:
+    """Raise the :class:`ValidationError` of `kind` listing `errs`, if there are any."""
     if errs:
         raise ValidationError(kind, object_name(obj), errs, group=group)
 
 
-def _guarded(errs: list[FieldError], run: Callable[[], None]) -> None:
+def guarded(errs: list[FieldError], run: Callable[[], None]) -> None:
     """Run a validator; JSON nested deeper than Python's recursion allows is an error of the
     object, not of the server."""
     try:
@@ -150,57 +119,22 @@ def _guarded(errs: list[FieldError], run: Callable[[], None]) -> None:
         errs.append(invalid("", Bare("<object>"), "object is nested too deeply"))
 
 
-def _require_object(errs: list[FieldError], obj: object) -> bool:
+def require_object(errs: list[FieldError], obj: object) -> bool:
+    """Whether `obj` is a JSON object; if not, the error saying so is appended."""
     if isinstance(obj, Mapping):
         return True
     errs.append(type_invalid("", obj, "object"))
     return False
 
 
-def _check_update(
-    kind: str, group: str, rule: _UpdateRule, new: Mapping[str, Any], old: Mapping[str, Any]
+def check_update(
+    kind: str, group: str, rule: UpdateRule, new: Mapping[str, Any], old: Mapping[str, Any]
 ) -> None:
+    """Run an update `rule` over `new` and `old`; raise every error it found at once."""
     errs: list[FieldError] = []
-    if _require_object(errs, new) and isinstance(old, Mapping):
-        _guarded(errs, lambda: rule(errs, new, old))
-    _raise(kind, group, new, errs)
-
-
-def validate_create(kind: Kind, obj: Mapping[str, Any], *, namespace: str | None = None) -> None:
-    """Validate a new object (after defaulting); raise :class:`ValidationError` listing every
-    bad field. `namespace`, when given, is the request's: the object's must agree."""
-    errs: list[FieldError] = []
-    if _require_object(errs, obj):
-        _guarded(errs, lambda: _validate_new(kind, errs, obj))
-        object_ns = lookup(obj, "metadata", "namespace")
-        if namespace is not None and object_ns and object_ns != namespace:
-            errs.append(
-                invalid(
-                    "metadata.namespace",
-                    object_ns,
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request",
-                )
-            )
-    _raise(kind.kind, kind.group, obj, errs)
-
-
-def validate_update(
-    kind: Kind,
-    new: Mapping[str, Any],
-    old: Mapping[str, Any],
-    *,
-    subresource: str | None = None,
-) -> None:
-    """Validate an update of `old` to `new` through the object itself or `subresource`
-    (``status``, or one the kind's strategy declares, such as ``resize``): `new` is valid and
-    changes only what that endpoint may change."""
-    _check_update(kind.kind, kind.group, _update_rule(kind, subresource), new, old)
-
-
-def validate_status_update(kind: Kind, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
-    """Validate a write to the ``status`` subresource (the spec is the old one's)."""
-    validate_update(kind, new, old, subresource="status")
+    if require_object(errs, new) and isinstance(old, Mapping):
+        guarded(errs, lambda: rule(errs, new, old))
+    raise_if_errors(kind, group, new, errs)
 
 
 def validate_resize(
@@ -220,4 +154,4 @@ def validate_resize(
     def rule(errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
         validate_pod_resize(errs, new, old, allow_memory_limit_decrease=allow_memory_limit_decrease)
 
-    _check_update("Pod", "", rule, new, old)
+    check_update("Pod", "", rule, new, old)

@@ -1,7 +1,7 @@
 """The ``pods/resize`` rules: upstream ``ValidatePodResize`` (v1.33, with v1.34's memory
 limit decreases; ``pkg/apis/core/validation/validation.go``).
 
-By the time these run the resize strategy (:func:`inplace.api.lifecycle.prepare_pod_resize`)
+By the time these run the resize strategy (:func:`inplace.registry.resize.prepare_pod_resize`)
 has taken only the containers' ``resources`` and ``resizePolicy`` from the request, so what is
 left to refuse is said as upstream says it, at the paths upstream uses:
 

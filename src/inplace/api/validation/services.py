@@ -4,7 +4,7 @@ Upstream ``ValidateService`` / ``ValidateServiceUpdate`` (ports, selector, sessi
 the cluster IP fields and their IP families, node ports, traffic policies),
 ``ValidateEndpoints`` and discovery's ``ValidateEndpointSlice``, with upstream's paths and
 messages. Allocation (a free cluster IP, free node ports) is not validation: the API server
-does it before validating (:mod:`inplace.api.services`), as upstream's service registry does.
+does it before validating (:mod:`inplace.registry.services`), as upstream's service registry does.
 """
 
 from __future__ import annotations

@@ -22,13 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inplace.api.kinds import Registry
 from inplace.apiserver.auth import MASTERS_GROUP, User
 from inplace.apiserver.authz.node import NodeAuthorizer, is_node_identity
 from inplace.apiserver.authz.rbac import Decision, RBACAuthorizer
 from inplace.apiserver.authz.rules import Attributes, PolicyRule
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, qualified
+from inplace.registry.kinds import Registry
 
 __all__ = [
     "Attributes",

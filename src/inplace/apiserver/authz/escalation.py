@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from inplace.api.strategy import copy_json
 from inplace.apiserver.admission import AdmissionRequest
 from inplace.apiserver.auth import MASTERS_GROUP, User
 from inplace.apiserver.authz import Authorizers
@@ -36,6 +35,7 @@ from inplace.apiserver.authz.rules import (
     go_strings,
 )
 from inplace.apiserver.errors import StatusError
+from inplace.registry.strategy import copy_json
 
 __all__ = ["EscalationCheck", "no_escalation_error"]
 

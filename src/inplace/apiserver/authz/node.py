@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from inplace.api.kinds import Kind, Registry
 from inplace.apiserver.auth import SIMULATED_LABEL, SIMULATOR_USER, User
 from inplace.apiserver.authz.policy import node_rules
 from inplace.apiserver.authz.rbac import Decision
 from inplace.apiserver.authz.rules import Attributes, PolicyRule, rules_allow
 from inplace.apiserver.cache import WatchCache
+from inplace.registry.kinds import Kind, Registry
 
 __all__ = ["NodeAuthorizer", "is_node_identity", "pod_references"]
 

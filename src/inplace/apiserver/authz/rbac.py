@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inplace.api.kinds import Kind, Registry
 from inplace.apiserver.auth import User, service_account_of
 from inplace.apiserver.authz.rules import Attributes, PolicyRule, rule_allows
 from inplace.apiserver.cache import CachedEvent, WatchCache
+from inplace.registry.kinds import Kind, Registry
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer", "ResolvedRule"]
 

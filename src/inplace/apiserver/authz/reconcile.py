@@ -22,9 +22,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from inplace.api.kinds import Kind, Registry
 from inplace.api.selectors import LabelSelector, SelectorError
-from inplace.api.strategy import copy_json
 from inplace.apiserver.authz.controller_policy import controller_role_bindings, controller_roles
 from inplace.apiserver.authz.policy import (
     AUTOUPDATE_ANNOTATION,
@@ -37,6 +35,8 @@ from inplace.apiserver.authz.rules import PolicyRule, covers
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.rest import REST
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.strategy import copy_json
 
 __all__ = [
     "Aggregator",

@@ -5,7 +5,7 @@ names); `columns.py` the printer columns' JSONPath Table; `kinds.py` the CRD kin
 the kinds (and custom resource strategy) a CRD serves; `registrar.py` the I/O: the server's
 registry follows the stored CRDs, their status is kept, and a deleted CRD's instances are
 deleted before it goes. The schema machinery a custom resource is checked, defaulted and
-published with is `inplace.api.schema` (`custom.py`, `crds.py`, `values.py`).
+published with is `inplace.registry.schema` (`custom.py`, `crds.py`, `values.py`).
 """
 
 from inplace.apiserver.crds.kinds import CRD_KIND, kinds_from_crd

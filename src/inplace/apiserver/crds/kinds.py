@@ -14,12 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.api.kinds import Kind
-from inplace.api.schema.cel import has_rules, validate_rules
-from inplace.api.schema.custom import CustomResource, ScalePaths
-from inplace.api.schema.values import apply_schema_defaults, validate_values
 from inplace.api.selectors import SelectableFields
-from inplace.api.strategy import ObjectReader, Rejected, Strategy
 from inplace.api.tables import Column, TablePrinter
 from inplace.api.tables.printer import NAME_COLUMN, name_of, text_at
 from inplace.api.validation.errors import FieldError, name_is_dns_subdomain, or_empty
@@ -41,6 +36,11 @@ from inplace.apiserver.crds.model import (
     validate_crd_status_update,
     validate_crd_update,
 )
+from inplace.registry.kinds import Kind
+from inplace.registry.schema.cel import has_rules, validate_rules
+from inplace.registry.schema.custom import CustomResource, ScalePaths
+from inplace.registry.schema.values import apply_schema_defaults, validate_values
+from inplace.registry.strategy import ObjectReader, Rejected, Strategy
 
 _CRD_TABLE: Final = TablePrinter(
     (

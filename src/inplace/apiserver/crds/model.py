@@ -12,9 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from inplace.api.kinds import REGISTRY
 from inplace.api.names import dns1035_label_errors, dns1123_subdomain_errors
-from inplace.api.schema.cel import compile_error
 from inplace.api.validation.errors import (
     Bare,
     FieldError,
@@ -35,6 +33,8 @@ from inplace.api.validation.meta import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.schema.cel import compile_error
 
 GROUP: Final = "apiextensions.k8s.io"
 #: Upstream's finalizer: a CRD's objects are deleted before the CRD goes.

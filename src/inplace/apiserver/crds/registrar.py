@@ -24,8 +24,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from inplace.api.kinds import Kind, Registry
-from inplace.api.strategy import copy_json
 from inplace.api.validation.errors import or_empty
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.crds.kinds import CRD_KIND, kinds_from_crd
@@ -37,6 +35,8 @@ from inplace.apiserver.crds.model import (
 )
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.rest import REST
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.strategy import copy_json
 
 log = logging.getLogger(__name__)
 

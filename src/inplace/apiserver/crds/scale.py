@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inplace.api.schema.custom import ScalePaths
+from inplace.registry.schema.custom import ScalePaths
 
 
 def _steps(path: str) -> list[str]:

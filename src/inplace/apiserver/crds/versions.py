@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from inplace.api.kinds import Kind
+from inplace.registry.kinds import Kind
 
 
 def needs_conversion(kind: Kind) -> bool:

@@ -30,13 +30,13 @@ from typing import Any, Final
 
 import orjson
 
-from inplace.api.kinds import Kind, Registry
 from inplace.api.timestamps import parse_rfc3339, rfc3339
 from inplace.api.validation.errors import FieldError, ValidationError, invalid
 from inplace.apiserver.auth import InvalidToken, User, service_account_user
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, conflict, not_found
 from inplace.apiserver.serviceaccounts.jwt import JWTError, SigningKey
+from inplace.registry.kinds import Kind, Registry
 
 __all__ = [
     "API_AUDIENCE",

@@ -10,7 +10,7 @@ validating webhooks run concurrently on the object about to be stored and the fi
 an answer that is not an AdmissionReview) is ignored under ``failurePolicy: Ignore`` and ends
 the request with a 500 under ``Fail``; nothing is stored in either case until every webhook
 has answered. A dry run is refused by a webhook whose ``sideEffects`` are not ``None`` or
-``NoneOnDryRun``. A webhook's ``matchConditions`` (CEL, :mod:`inplace.api.cel`) are
+``NoneOnDryRun``. A webhook's ``matchConditions`` (CEL, :mod:`inplace.registry.cel`) are
 evaluated before it is called, and it is skipped unless all hold.
 """
 
@@ -23,9 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inplace.api.cel import CompileError, EvaluationError, compile_expression
-from inplace.api.kinds import Kind, Registry
-from inplace.api.validation.admissionregistration import NO_SIDE_EFFECTS
 from inplace.apiserver.admission import AdmissionRequest
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.webhooks.client import WebhookClient
@@ -52,6 +49,9 @@ from inplace.apiserver.webhooks.review import (
     internal_error,
     parse_response,
 )
+from inplace.registry.cel import CompileError, EvaluationError, compile_expression
+from inplace.registry.kinds import Kind, Registry
+from inplace.registry.validation.admissionregistration import NO_SIDE_EFFECTS
 
 log = logging.getLogger(__name__)
 

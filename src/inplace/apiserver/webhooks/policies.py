@@ -24,8 +24,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inplace.api.cel import CompileError, EvaluationError, compile_expression, to_cel
-from inplace.api.kinds import Kind, Registry
 from inplace.api.validation.meta import selector_is_empty, selector_matches
 from inplace.apiserver.admission import AdmissionRequest
 from inplace.apiserver.cache import WatchCache
@@ -38,6 +36,8 @@ from inplace.apiserver.webhooks.matching import (
     selects_object,
 )
 from inplace.apiserver.webhooks.review import build_review
+from inplace.registry.cel import CompileError, EvaluationError, compile_expression, to_cel
+from inplace.registry.kinds import Kind, Registry
 
 log = logging.getLogger(__name__)
 

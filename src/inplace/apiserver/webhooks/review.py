@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from inplace.api.patch import PatchError, apply_json_patch
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.webhooks.matching import Resource
+from inplace.registry.patch import PatchError, apply_json_patch
 
 REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
 _REVIEW_GVK: Final = "admission.k8s.io/v1, Kind=AdmissionReview"
