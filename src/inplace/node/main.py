@@ -13,19 +13,18 @@ then only client certificates the client CA signed get through the handshake; se
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import logging
 import os
-import signal
 import socket
 import ssl
 import sys
 from pathlib import Path
 
-from inplace.api.quantity import Quantity, QuantityError
+from inplace import flags
 from inplace.client import Client, load_kubeconfig
 from inplace.loop import run as run_event_loop
+from inplace.loop import stop_on_signals
 
 from .agent import AgentConfig, NodeAgent
 from .cgroups import NoneDriver, detect_driver
@@ -33,20 +32,6 @@ from .cgroups.base import CgroupDriver
 from .stats import endpoint_ssl_context
 
 __all__ = ["build_parser", "main"]
-
-
-def _quantity_milli(text: str) -> int:
-    try:
-        return Quantity.parse(text).milli_value()
-    except QuantityError as exc:
-        raise argparse.ArgumentTypeError(f"invalid cpu quantity {text!r}: {exc}") from None
-
-
-def _quantity_bytes(text: str) -> int:
-    try:
-        return Quantity.parse(text).value()
-    except QuantityError as exc:
-        raise argparse.ArgumentTypeError(f"invalid memory quantity {text!r}: {exc}") from None
 
 
 def _address(text: str) -> str:
@@ -72,13 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-name", default=socket.gethostname(), help="the Node's name")
     parser.add_argument(
         "--cpu",
-        type=_quantity_milli,
+        type=flags.cpu_millicores,
         default=None,
         help="allocatable CPU, e.g. 2 or 1500m (default: all CPUs)",
     )
     parser.add_argument(
         "--memory",
-        type=_quantity_bytes,
+        type=flags.memory_bytes,
         default=None,
         help="allocatable memory, e.g. 4Gi (default: all memory)",
     )
@@ -235,10 +220,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         async with Client(load_kubeconfig(str(args.kubeconfig))) as client:
             await NodeAgent(client, config, driver=driver).run(stop)
 
@@ -259,10 +241,7 @@ def _run_simulated(args: argparse.Namespace, config: AgentConfig, log: logging.L
     )
 
     async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         async with Client(load_kubeconfig(str(args.kubeconfig))) as client:
             await run_simulated(client, config, args.simulated, stop, prefix=args.node_name)
 

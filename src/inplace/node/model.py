@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from inplace.api.backoff import Backoff
-from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.quantity import Quantity, QuantityError, read_quantity
 from inplace.api.resources import container_limits, container_requests, pod_requests
 from inplace.api.timestamps import rfc3339
 
@@ -87,33 +87,15 @@ def alloc_of(container: Mapping[str, Any]) -> Alloc:
     return out
 
 
-def _milli(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return Quantity.parse(value).milli_value()
-    except QuantityError:
-        return None
-
-
-def _bytes(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return Quantity.parse(value).value()
-    except QuantityError:
-        return None
-
-
 def sizing_of(alloc: Mapping[str, Mapping[str, str]]) -> ContainerSizing:
     """Integer view of an :data:`Alloc` (milli-CPU, bytes), for comparing and for cgroups."""
     req = alloc.get("requests") or {}
     lim = alloc.get("limits") or {}
     return ContainerSizing(
-        requests_cpu_milli=_milli(req.get("cpu")),
-        limits_cpu_milli=_milli(lim.get("cpu")),
-        requests_memory=_bytes(req.get("memory")),
-        limits_memory=_bytes(lim.get("memory")),
+        requests_cpu_milli=read_quantity(req.get("cpu"), milli=True),
+        limits_cpu_milli=read_quantity(lim.get("cpu"), milli=True),
+        requests_memory=read_quantity(req.get("memory")),
+        limits_memory=read_quantity(lim.get("memory")),
     )
 
 

@@ -474,14 +474,7 @@ class VpaController:
         body = Decision(decision.pod, decision.action, decision.reason, resources).resize_body()
         meta = pod.get("metadata") or {}
         try:
-            await self.client.patch(
-                PODS,
-                str(meta.get("name")),
-                body,
-                namespace=str(meta.get("namespace")),
-                subresource="resize",
-                patch_type="strategic",
-            )
+            await self.client.resize_pod(str(meta.get("namespace")), str(meta.get("name")), body)
         except APINotFoundError:
             return
         except APIError as exc:

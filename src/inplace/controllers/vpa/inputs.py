@@ -22,6 +22,7 @@ from typing import Any
 
 from inplace.api.memorypause import paused_containers as paused_names
 from inplace.api.memorypause import paused_since
+from inplace.api.objects import get_path
 from inplace.api.quantity import Quantity, QuantityError
 from inplace.api.resources import CPU, MEMORY
 from inplace.api.timestamps import parse_rfc3339
@@ -47,14 +48,6 @@ class Sample:
     at: float
     cpu_millicores: int | None
     memory_bytes: int | None
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def _time(raw: Any) -> float | None:
@@ -100,8 +93,8 @@ def usage_samples(metrics: Mapping[str, Any]) -> list[Sample]:
 def oom_kills(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
     """``(container, finishedAt)`` of each container whose last termination was an OOM kill."""
     out = []
-    for status in _get(pod, "status", "containerStatuses") or ():
-        terminated = _get(status, "lastState", "terminated")
+    for status in get_path(pod, "status", "containerStatuses") or ():
+        terminated = get_path(status, "lastState", "terminated")
         if not isinstance(terminated, Mapping) or terminated.get("reason") != "OOMKilled":
             continue
         at = _time(terminated.get("finishedAt"))
@@ -122,7 +115,7 @@ def paused_containers(pod: Mapping[str, Any]) -> list[tuple[str, float]]:
 def container_memory(pod: Mapping[str, Any], name: str) -> tuple[int, int | None]:
     """``(request, limit)`` of a container's memory in bytes, as it runs now (0: no
     request; None: no limit)."""
-    for container in _get(pod, "spec", "containers") or ():
+    for container in get_path(pod, "spec", "containers") or ():
         if isinstance(container, Mapping) and container.get("name") == name:
             requests, limits = actual_requests_and_limits(pod, container)
             request, limit = requests.get(MEMORY), limits.get(MEMORY)
@@ -134,7 +127,7 @@ def container_memory(pod: Mapping[str, Any], name: str) -> tuple[int, int | None
 
 
 def cpu_request_millicores(pod: Mapping[str, Any], name: str) -> int:
-    for container in _get(pod, "spec", "containers") or ():
+    for container in get_path(pod, "spec", "containers") or ():
         if isinstance(container, Mapping) and container.get("name") == name:
             requests, _ = actual_requests_and_limits(pod, container)
             cpu = requests.get(CPU)
@@ -146,7 +139,7 @@ def selects_recommender(vpa: Mapping[str, Any], name: str) -> bool:
     """Whether the recommender called ``name`` acts for ``vpa``: one its ``spec.recommenders``
     names; one without recommenders is the default recommender's alone (upstream's
     ``filterVPAs`` in vertical-pod-autoscaler/pkg/recommender/input/cluster_feeder.go)."""
-    selectors = _get(vpa, "spec", "recommenders") or []
+    selectors = get_path(vpa, "spec", "recommenders") or []
     if not selectors:
         return name == DEFAULT_RECOMMENDER
     return any(isinstance(s, Mapping) and s.get("name") == name for s in selectors)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from inplace.api.objects import get_path
 from inplace.api.resources import CPU, MEMORY, parse_resource_list
 from inplace.api.timestamps import parse_rfc3339
 from inplace.api.vpa_policy import (
@@ -107,16 +108,10 @@ class Priority:
     resource_diff: float
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def pod_key(pod: Mapping[str, Any]) -> str:
-    return f"{_get(pod, 'metadata', 'namespace') or ''}/{_get(pod, 'metadata', 'name') or ''}"
+    return (
+        f"{get_path(pod, 'metadata', 'namespace') or ''}/{get_path(pod, 'metadata', 'name') or ''}"
+    )
 
 
 def pod_priority(recommendations: Sequence[PodRecommendation]) -> Priority:
@@ -148,13 +143,13 @@ def pod_priority(recommendations: Sequence[PodRecommendation]) -> Priority:
 
 def _quick_oom(pod: Mapping[str, Any], vpa: Mapping[str, Any], threshold: float) -> bool:
     """A VPA-scaled container was OOM-killed less than ``threshold`` after it started."""
-    override = _get(vpa, "spec", "updatePolicy", "evictAfterOOMSeconds")
+    override = get_path(vpa, "spec", "updatePolicy", "evictAfterOOMSeconds")
     if isinstance(override, int) and not isinstance(override, bool):
         threshold = float(override)
-    for status in _get(pod, "status", "containerStatuses") or ():
-        if is_scaling_off(container_policy(vpa, str(_get(status, "name")))):
+    for status in get_path(pod, "status", "containerStatuses") or ():
+        if is_scaling_off(container_policy(vpa, str(get_path(status, "name")))):
             continue
-        terminated = _get(status, "lastState", "terminated")
+        terminated = get_path(status, "lastState", "terminated")
         if not isinstance(terminated, Mapping) or terminated.get("reason") != "OOMKilled":
             continue
         try:
@@ -168,7 +163,7 @@ def _quick_oom(pod: Mapping[str, Any], vpa: Mapping[str, Any], threshold: float)
 
 
 def _start_time(pod: Mapping[str, Any]) -> float | None:
-    raw = _get(pod, "status", "startTime")
+    raw = get_path(pod, "status", "startTime")
     try:
         return parse_rfc3339(str(raw)).timestamp() if raw else None
     except ValueError:
@@ -229,14 +224,14 @@ class _Group:
 
 def controller_of(pod: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(kind, name)`` of the pod's controlling owner."""
-    for ref in _get(pod, "metadata", "ownerReferences") or ():
+    for ref in get_path(pod, "metadata", "ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return str(ref.get("kind", "")), str(ref.get("name", ""))
     return None
 
 
 def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for cond in _get(pod, "status", "conditions") or ():
+    for cond in get_path(pod, "status", "conditions") or ():
         if isinstance(cond, Mapping) and cond.get("type") == kind and cond.get("status") == "True":
             return cond
     return None
@@ -247,7 +242,7 @@ def _resizing(pod: Mapping[str, Any]) -> bool:
 
 
 def _phase(pod: Mapping[str, Any]) -> str:
-    return str(_get(pod, "status", "phase") or "")
+    return str(get_path(pod, "status", "phase") or "")
 
 
 class _Pass:
@@ -349,7 +344,7 @@ class _Pass:
         if _phase(pod) == "Pending":
             return "deferred", "the pod is Pending"
         if self.mode == IN_PLACE:
-            last = self.memory.infeasible.get(str(_get(pod, "metadata", "uid")))
+            last = self.memory.infeasible.get(str(get_path(pod, "metadata", "uid")))
             if last is not None and not _asks_for_less(last, self.vpa):
                 return "cached", "the last resize was infeasible and the target is not lower"
         if _resizing(pod):
@@ -368,7 +363,7 @@ class _Pass:
 
 def _targets(vpa: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for entry in _get(vpa, "status", "recommendation", "containerRecommendations") or ():
+    for entry in get_path(vpa, "status", "recommendation", "containerRecommendations") or ():
         if isinstance(entry, Mapping):
             out[str(entry.get("containerName"))] = dict(entry.get("target") or {})
     return out
@@ -391,9 +386,9 @@ def _live(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [
         p
         for p in pods
-        if _get(p, "spec", "nodeName")
+        if get_path(p, "spec", "nodeName")
         and _phase(p) not in ("Succeeded", "Failed")
-        and not _get(p, "metadata", "deletionTimestamp")
+        and not get_path(p, "metadata", "deletionTimestamp")
     ]
 
 
@@ -417,7 +412,7 @@ def decide(
     mode = update_mode(vpa)
     if not updates_running_pods(vpa):
         return [Decision(pod_key(p), Action.NONE, f"updateMode {mode}") for p in live]
-    if not _get(vpa, "status", "recommendation", "containerRecommendations"):
+    if not get_path(vpa, "status", "recommendation", "containerRecommendations"):
         return [Decision(pod_key(p), Action.WAIT, "no recommendation yet") for p in live]
 
     run = _Pass(vpa, live, replicas, now, settings, memory)
@@ -471,7 +466,7 @@ def decide(
             decided[key] = Decision(key, Action.WAIT, why)
             continue
         if verdict == "infeasible":
-            memory.infeasible[str(_get(pod, "metadata", "uid"))] = _targets(vpa)
+            memory.infeasible[str(get_path(pod, "metadata", "uid"))] = _targets(vpa)
         group = run.group(pod)
         if group is not None:
             group.in_place_initiated += 1
@@ -496,14 +491,14 @@ def _already_asked(pod: Mapping[str, Any], resources: Sequence[ContainerResource
     """The spec already holds these requests (a resize to them is in flight)."""
     spec = {
         str(c.get("name")): c
-        for c in _get(pod, "spec", "containers") or ()
+        for c in get_path(pod, "spec", "containers") or ()
         if isinstance(c, Mapping)
     }
     for res in resources:
         container = spec.get(res.name)
         if container is None:
             return False
-        current = parse_resource_list(_get(container, "resources", "requests"))
+        current = parse_resource_list(get_path(container, "resources", "requests"))
         if any(current.get(r) != q for r, q in res.requests.items() if r in (CPU, MEMORY)):
             return False
     return True

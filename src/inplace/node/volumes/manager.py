@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.quantity import Quantity, read_quantity
 
 from ..shim import resolve_in_root
 from .ownership import set_volume_ownership
@@ -216,7 +216,7 @@ class VolumeManager:
                 body = volume["emptyDir"] or {}
                 await asyncio.to_thread(path.mkdir, mode=0o777, parents=True, exist_ok=True)
                 if body.get("medium") == "Memory":
-                    size_limit = _bytes(body.get("sizeLimit"))
+                    size_limit = read_quantity(body.get("sizeLimit"))
                     size = memory_volume_size(self.node_memory, pod_memory_limit, size_limit)
                     mode, group = (
                         ("2777", f",gid={fs_group}")
@@ -306,12 +306,3 @@ class VolumeManager:
     def teardown(self, uid: str) -> None:
         """Remove the pod's directory (its disk emptyDirs and written volumes)."""
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
-
-
-def _bytes(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return Quantity.parse(str(value)).value()
-    except QuantityError:
-        return None
