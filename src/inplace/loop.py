@@ -9,6 +9,7 @@ asyncio otherwise, with the same behaviour.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -32,3 +33,20 @@ def stop_on_signals() -> asyncio.Event:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     return stop
+
+
+async def run_until_signal(work: Coroutine[Any, Any, T]) -> T | None:
+    """Run `work` until it ends or SIGINT or SIGTERM arrives, then cancel it: its result,
+    or None when a signal stopped it; an exception it raised propagates."""
+    stop = stop_on_signals()
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        return task.result() if task.done() else None
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

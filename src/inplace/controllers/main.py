@@ -12,8 +12,6 @@ own HTTP server, in a thread: nothing here is on the event loop's path).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -21,7 +19,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from inplace.client import Client, ConfigError, ServiceAccountCredentials, load_config
 from inplace.flags import duration
 from inplace.loop import run as run_event_loop
-from inplace.loop import stop_on_signals
+from inplace.loop import run_until_signal
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSelectionError, select_controllers
 from .rescue.flags import add_rescue_arguments, rescue_options
@@ -130,18 +128,9 @@ async def run(args: argparse.Namespace) -> None:
             ServiceAccountCredentials(client) if args.use_service_account_credentials else None
         )
         manager = ControllerManager(client, specs, options=options, credentials=credentials)
-        task = asyncio.create_task(manager.run())
-        stop = stop_on_signals()
-        stopper = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if task.done():
-                task.result()
+            await run_until_signal(manager.run())
         finally:
-            task.cancel()
-            stopper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             if credentials is not None:
                 await credentials.close()
 

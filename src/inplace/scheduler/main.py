@@ -9,13 +9,11 @@ it cleanly.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 
 from inplace.client import Client, ConfigError, load_config
 from inplace.loop import run as run_event_loop
-from inplace.loop import stop_on_signals
+from inplace.loop import run_until_signal
 
 from .metrics import SchedulerMetrics, serve_metrics
 from .scheduler import Scheduler, SchedulerConfig
@@ -82,16 +80,9 @@ async def run(args: argparse.Namespace) -> None:
                 )
             else:
                 log.info("metrics on http://%s:%d/metrics", args.metrics_host, args.metrics_port)
-        task = asyncio.create_task(scheduler.run())
-        stop = stop_on_signals()
-        stopper = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            await run_until_signal(scheduler.run())
         finally:
-            task.cancel()
-            stopper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             if runner is not None:
                 await runner.cleanup()
 
