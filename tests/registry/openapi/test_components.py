@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from inplace.registry.kinds import REGISTRY
-from tests.registry.openapi.helpers import REF, component_for, explain, gv_key, operations, resolve, walk
+from tests.registry.openapi.helpers import (
+    REF,
+    component_for,
+    explain,
+    gv_key,
+    operations,
+    resolve,
+    walk,
+)
 
 
 def test_every_ref_resolves_within_its_document(docs: dict[str, dict[str, Any]]) -> None:
