@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from inplace.api import defaults
 from inplace.registry.fieldmanager import field_manager
 from inplace.registry.kinds import REGISTRY
+from inplace.registry.strategy import apply_defaults
 
 PODS = REGISTRY.by_kind("", "Pod")
 DEPLOYMENTS = REGISTRY.by_kind("apps", "Deployment")
@@ -59,7 +59,7 @@ def stored_pod() -> dict[str, Any]:
     """A pod as the server stores it once created and run: a creator's and a node's entry."""
     assert PODS is not None
     obj = pod()
-    defaults.apply_defaults(PODS, obj, on_create=False)
+    apply_defaults(PODS, obj, on_create=False)
     obj["metadata"]["managedFields"] = field_manager(PODS).update(None, obj, "kubectl", T0)
     obj["metadata"]["uid"] = "0b1c"
     running = copy.deepcopy(obj)
@@ -145,7 +145,7 @@ def main() -> None:
 
     def created(_: int) -> dict[str, Any]:
         obj = pod()
-        defaults.apply_defaults(PODS, obj, on_create=False)
+        apply_defaults(PODS, obj, on_create=False)
         return obj
 
     figures["create_us"] = timed(
