@@ -495,9 +495,14 @@ def _is_under(path: str, prefixes: Sequence[str]) -> bool:
 
 
 def mount_points() -> list[str]:
-    """This namespace's mount points, shallowest first."""
+    """This namespace's mount points, shallowest first; not the namespace files other pods
+    pin (``nsfs``), which come and go with their pods and no container needs."""
+    points = set()
     with open("/proc/self/mountinfo") as fh:
-        points = {line.split(" ")[4].replace("\\040", " ") for line in fh}
+        for line in fh:
+            fields = line.split(" ")
+            if fields[fields.index("-") + 1] != "nsfs":
+                points.add(fields[4].replace("\\040", " "))
     return sorted(points, key=lambda p: (p.count("/") if p != "/" else 0, p))
 
 
@@ -561,7 +566,11 @@ class ContainerRoot:
             self._top_level(name)
         for point in points:
             if point.count("/") >= 2 and point != "/" and not self._skipped(point):
-                self._place("/" if point == "/" else point, top_level=False)
+                try:
+                    self._place(point, top_level=False)
+                except SetupError:
+                    if os.path.lexists(point):
+                        raise  # a mount gone since it was listed is no longer to be shown
         for hidden in self.hidden:
             inside = self.root + hidden
             if os.path.isdir(inside):
