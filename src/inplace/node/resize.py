@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 from inplace.api.annotations import RESIZE_POLICY, RESTART
 from inplace.api.backoff import RESIZE_RETRY
 from inplace.api.conditions import Decision, absent, present
 
 from .cgroups.base import CgroupError, CgroupResources, CgroupWriteError
+from .cgroups.mapping import ContainerSizing
 from .context import NodeContext
 from .ledger import Ledger
 from .model import (
@@ -99,131 +101,141 @@ class Resizer:
         (``ResizeError`` when the condition changes; it keeps the generation of its
         allocation); and ``PodResizeInProgress`` is cleared, with ``ResizeCompleted``, once
         what runs is what is allocated.
+
+        The steps: what changed (each container's quantities parsed once, into
+        :class:`_Sizes`), approval, the plan (:meth:`_allocate`: fit, allocation, which
+        containers restart), then the actuation (:meth:`_actuate`: restarts, cgroup
+        writes, the new actual resources).
         """
         w.awaiting_approval = None
         self._backfill(w)
-        generation = w.generation
         if w.stopping or w.failed_init or w.phase() in TERMINAL:
             # A pod that is over reports no resize (the kubelet's determinePodResizeStatus).
-            w.resize_conditions = _settled(generation)
+            w.resize_conditions = _settled(w.generation)
             w.resize_backoff = None
             return None
         desired = desired_allocs(w.pod)
-        names = w.resizable()
-        changed = [
-            n for n in names if sizing_of(desired.get(n, {})) != sizing_of(w.allocated.get(n, {}))
-        ]
-        pending = absent(generation)  # desired is allocated (a reverted resize too)
-        progress = w.resize_conditions.get("PodResizeInProgress")
-        allocated_now = False
-        waits = False
-        restarts: list[str] = []
+        sizes = _Sizes.of(w, desired)
+        changed = sizes.changed()
         if changed and not self.approved(w, desired):
-            w.awaiting_approval = generation
+            w.awaiting_approval = w.generation
             return None
-        if changed:
-            new_allocs = dict(w.allocated)
-            for n in changed:
-                new_allocs[n] = desired.get(n, {})
-            request = pod_allocated_requests(w.pod, new_allocs)
-            allocatable = self.ledger.allocatable()
-            fit = fits_allocatable(request, self.ledger.used(exclude=w.uid), allocatable)
-            if not fit.fits:
-                pending = self._refused(w, fit, request, allocatable)
-                waits = (pending.condition or {}).get("reason") != "Infeasible"
-            else:
-                old_allocs = w.allocated
-                w.allocated = new_allocs
-                self.ctx.save(w)  # allocate before actuating: a crash now re-applies on restart
-                allocated_now = True
-                pending = absent(generation)
-                # A new allocation starts a new PodResizeInProgress: this generation, and no
-                # error left from the previous one.
-                progress = present(generation, "True", probed=True)
-                started = resize_message("Pod resize started", w.pod, generation)
-                w.pending_events.append(("ResizeStarted", started, False))
-                restart_all = pod_annotation(w.pod, RESIZE_POLICY) == RESTART
-                restarts = [
-                    n
-                    for n in changed
-                    if w.containers[n].state == "running"
-                    and restart_needed(
-                        w.container_spec(n),
-                        sizing_of(old_allocs.get(n, {})),
-                        sizing_of(new_allocs[n]),
-                        restart_all=restart_all,
-                    )
-                ]
-        unapplied = [
+        step = self._allocate(w, desired, sizes, changed)
+        if not step.allocated_now and not sizes.unapplied(w):
+            self._settle(w, step.pending, step.progress)
+            return self._delay(w, step.waits)
+        return await self._actuate(w, sizes, step)
+
+    def _allocate(
+        self, w: PodWorker, desired: Mapping[str, Alloc], sizes: _Sizes, changed: list[str]
+    ) -> _Allocation:
+        """The plan: whether the changed containers fit beside the node's other pods; if so
+        they are allocated (checkpointed before anything is actuated: a crash then re-applies
+        on restart) and the containers whose resize policy asks for it are chosen to
+        restart; if not, ``PodResizePending`` says why."""
+        generation = w.generation
+        # desired is allocated (a reverted resize too) unless refused below
+        step = _Allocation(absent(generation), w.resize_conditions.get("PodResizeInProgress"))
+        if not changed:
+            return step
+        new_allocs = dict(w.allocated)
+        for n in changed:
+            new_allocs[n] = desired.get(n, {})
+        request = pod_allocated_requests(w.pod, new_allocs)
+        allocatable = self.ledger.allocatable()
+        fit = fits_allocatable(request, self.ledger.used(exclude=w.uid), allocatable)
+        if not fit.fits:
+            step.pending = self._refused(w, fit, request, allocatable)
+            step.waits = (step.pending.condition or {}).get("reason") != "Infeasible"
+            return step
+        w.allocated = new_allocs
+        self.ctx.save(w)
+        step.allocated_now = True
+        # A new allocation starts a new PodResizeInProgress: this generation, and no error left
+        # from the previous one.
+        step.progress = present(generation, "True", probed=True)
+        started = resize_message("Pod resize started", w.pod, generation)
+        w.pending_events.append(("ResizeStarted", started, False))
+        restart_all = pod_annotation(w.pod, RESIZE_POLICY) == RESTART
+        step.restarts = [
             n
-            for n in names
-            if sizing_of(w.actual.get(n, {})) != sizing_of(w.allocated.get(n, {}))
-            and w.containers[n].state == "running"
+            for n in changed
+            if w.containers[n].state == "running"
+            and restart_needed(
+                w.container_spec(n), sizes.allocated[n], sizes.desired[n], restart_all=restart_all
+            )
         ]
-        if not allocated_now and not unapplied:
-            self._settle(w, pending, progress)
-            return self._delay(w, waits)
+        sizes.allocate(changed)
+        return step
+
+    async def _actuate(self, w: PodWorker, sizes: _Sizes, step: _Allocation) -> float | None:
+        """Apply the allocation: stop the containers that restart for it, write the cgroups
+        in the safe order, let the restarted ones start at their new size, and record what
+        runs now. A write the kernel refuses leaves ``PodResizeInProgress`` reason
+        ``Error`` and a retry delay."""
+        progress = step.progress
         if progress is None or not progress.exists:
-            progress = present(generation, "True", probed=True)
-        w.resize_conditions = {"PodResizePending": pending, "PodResizeInProgress": progress}
-        if restarts:
-            await self.publish(w)
-            w.restart_for_resize.update(restarts)
-            for n in restarts:
-                w.resume[n] = asyncio.Event()
-                w.started[n] = asyncio.Event()
-            for n in restarts:
-                if n in w.procs:
-                    self.ctx.event(
-                        w,
-                        "Killing",
-                        f"Container {n} resize requires restart",
-                        field_path=w.field_path(n),
-                    )
-            stops = [
-                self.ctx.runtime.stop(w.procs[n], grace_period=w.grace_period())
-                for n in restarts
-                if n in w.procs
-            ]
-            await asyncio.gather(*stops, return_exceptions=True)
-        before = {n: sizing_of(w.actual.get(n, {})).limits_memory for n in names}
+            progress = present(w.generation, "True", probed=True)
+        w.resize_conditions = {"PodResizePending": step.pending, "PodResizeInProgress": progress}
+        if step.restarts:
+            await self._stop_for_restart(w, step.restarts)
         try:
             await self.write_cgroups(w)
         except CgroupWriteError as exc:
-            message = f"resize of {w.key} could not be applied: {exc}"
-            # The kubelet keeps the generation of the allocation being applied, and reports
-            # the error (an event) only when the condition changes.
-            error = present(progress.generation, "True", "Error", message, probed=True)
-            if error.condition != progress.condition:
-                text = resize_message(
-                    "Pod resize error",
-                    w.pod,
-                    progress.generation,
-                    allocated=w.allocated,
-                    error=message,
-                )
-                w.pending_events.append(("ResizeError", text, True))
-            w.resize_conditions["PodResizeInProgress"] = error
-            return self._retry(w)
+            return self._failed(w, progress, exc)
         finally:
-            for n in restarts:
+            for n in step.restarts:
                 w.resume[n].set()
-        for n in restarts:
+        for n in step.restarts:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.started[n].wait(), 60)
-        for n in names:
+        for n in sizes.names:
             # A running container now runs at its allocation; one not running (waiting in
             # back-off, say) will start with it, and upstream reports that as its resources.
             w.actual[n] = w.allocated.get(n, {})
-        raised = any(
-            _below(before[n], sizing_of(w.allocated.get(n, {})).limits_memory) for n in names
-        )
-        if raised and self.on_memory_raised is not None:
+        if sizes.memory_raised() and self.on_memory_raised is not None:
             self.on_memory_raised(w)
         self.ctx.save(w)
-        self._settle(w, pending, progress)
+        self._settle(w, step.pending, progress)
         self.ledger.retry_deferred()
-        return self._delay(w, waits)
+        return self._delay(w, step.waits)
+
+    async def _stop_for_restart(self, w: PodWorker, restarts: list[str]) -> None:
+        """Publish the resize, then stop the containers it restarts; each waits on its
+        ``resume`` event to start again once the cgroups are written."""
+        await self.publish(w)
+        w.restart_for_resize.update(restarts)
+        for n in restarts:
+            w.resume[n] = asyncio.Event()
+            w.started[n] = asyncio.Event()
+        for n in restarts:
+            if n in w.procs:
+                self.ctx.event(
+                    w,
+                    "Killing",
+                    f"Container {n} resize requires restart",
+                    field_path=w.field_path(n),
+                )
+        stops = [
+            self.ctx.runtime.stop(w.procs[n], grace_period=w.grace_period())
+            for n in restarts
+            if n in w.procs
+        ]
+        await asyncio.gather(*stops, return_exceptions=True)
+
+    def _failed(self, w: PodWorker, progress: Decision, exc: CgroupWriteError) -> float:
+        """A cgroup write the kernel refused: ``PodResizeInProgress`` reason ``Error``, with
+        the generation of the allocation being applied, and its event only when the
+        condition changes (as the kubelet reports it); a retry delay."""
+        message = f"resize of {w.key} could not be applied: {exc}"
+        error = present(progress.generation, "True", "Error", message, probed=True)
+        if error.condition != progress.condition:
+            text = resize_message(
+                "Pod resize error", w.pod, progress.generation, allocated=w.allocated, error=message
+            )
+            w.pending_events.append(("ResizeError", text, True))
+        w.resize_conditions["PodResizeInProgress"] = error
+        return self._retry(w)
 
     def _backfill(self, w: PodWorker) -> None:
         """Seed the agent's resize decisions from the pod's stored conditions, once per
@@ -354,3 +366,60 @@ def _settled(generation: int | None) -> dict[str, Decision]:
 def _below(new: int | None, old: int | None) -> bool:
     """Whether memory limit ``new`` is lower than ``old`` (None is unlimited)."""
     return new is not None and (old is None or new < old)
+
+
+@dataclass
+class _Allocation:
+    """What the plan step decided: the two conditions, whether it allocated now, whether the
+    resize waits for room, and which containers restart for it."""
+
+    pending: Decision
+    progress: Decision | None
+    allocated_now: bool = False
+    waits: bool = False
+    restarts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Sizes:
+    """Each resizable container's desired, allocated and running sizes, parsed from their
+    quantities once per resize and reused by every step."""
+
+    names: list[str]
+    desired: dict[str, ContainerSizing]
+    allocated: dict[str, ContainerSizing]
+    actual: dict[str, ContainerSizing]
+
+    @classmethod
+    def of(cls, w: PodWorker, desired: Mapping[str, Alloc]) -> _Sizes:
+        names = w.resizable()
+        return cls(
+            names,
+            {n: sizing_of(desired.get(n, {})) for n in names},
+            {n: sizing_of(w.allocated.get(n, {})) for n in names},
+            {n: sizing_of(w.actual.get(n, {})) for n in names},
+        )
+
+    def changed(self) -> list[str]:
+        """The containers whose desired size is not their allocation."""
+        return [n for n in self.names if self.desired[n] != self.allocated[n]]
+
+    def allocate(self, names: list[str]) -> None:
+        """These containers are now allocated their desired size."""
+        for n in names:
+            self.allocated[n] = self.desired[n]
+
+    def unapplied(self, w: PodWorker) -> list[str]:
+        """Running containers whose cgroups are not at their allocation yet."""
+        return [
+            n
+            for n in self.names
+            if self.actual[n] != self.allocated[n] and w.containers[n].state == "running"
+        ]
+
+    def memory_raised(self) -> bool:
+        """Whether applying the allocation raised some container's memory limit."""
+        return any(
+            _below(self.actual[n].limits_memory, self.allocated[n].limits_memory)
+            for n in self.names
+        )
