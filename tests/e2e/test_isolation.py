@@ -128,6 +128,31 @@ def test_host_pid_and_privileged_get_what_they_ask(sandbox_cluster: Cluster) -> 
         delete(cluster, "privileged")
 
 
+def test_read_only_root_filesystem_writes_only_its_volumes(sandbox_cluster: Cluster) -> None:
+    """A Helm chart's usual hardening: ``readOnlyRootFilesystem`` with an emptyDir at /tmp."""
+    cluster = sandbox_cluster
+    apply(
+        cluster,
+        box(
+            "readonly",
+            container={
+                "securityContext": {"readOnlyRootFilesystem": True},
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            },
+            volumes=[{"name": "tmp", "emptyDir": {}}],
+        ),
+    )
+    try:
+        seen = probed(cluster, "readonly")
+        assert "etc" not in seen  # the write to /etc was refused
+        assert not Path(PROBE).exists()
+        assert seen["pid"] == "2" and "sysctl-refused" in seen
+        out = in_pod(cluster, "readonly", "echo kept > /tmp/f && cat /tmp/f; touch /x || echo no")
+        assert out.split() == ["kept", "no"]
+    finally:
+        delete(cluster, "readonly")
+
+
 def test_shared_process_namespace(sandbox_cluster: Cluster) -> None:
     cluster = sandbox_cluster
     sleeper = {"image": "busybox", "command": ["sleep", "3600"]}

@@ -141,6 +141,16 @@ def test_a_root_is_built_where_volumes_cover_every_hidden_directory(pod: dict[st
     assert seen["data"] == "0"
 
 
+def test_read_only_root_filesystem_keeps_only_volumes_writable(pod: dict[str, Any]) -> None:
+    """``readOnlyRootFilesystem``: the host's directories read-only, no layer written to and
+    no scratch ``/tmp`` (upstream gives none either); not the kernel's fallback, so no note."""
+    seen, layer = run_container(pod, read_only=True)
+    assert seen["etc"] == "refused" and seen["tmp"] == "refused"
+    assert seen["sysctl"] == "refused" and seen["pid"] == "2"
+    assert not Path(PROBE).exists() and not Path(SCRATCH).exists()
+    assert not (layer / FALLBACK_NOTE).exists()
+
+
 def test_privileged_may_write_proc_sys(pod: dict[str, Any]) -> None:
     seen, _ = run_container(pod, privileged=True)
     assert seen["sysctl"] == "written" and seen["etc"] == "layered"

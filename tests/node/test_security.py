@@ -113,12 +113,6 @@ def test_identity(
         ),
         (
             {},
-            {"readOnlyRootFilesystem": True},
-            "readOnlyRootFilesystem cannot be honoured: containers here share the host's root "
-            "filesystem",
-        ),
-        (
-            {},
             {"capabilities": {"add": ["WARP_DRIVE"]}},
             'unknown capability "WARP_DRIVE" in securityContext.capabilities.add',
         ),
@@ -133,6 +127,11 @@ def test_refused(pod_sc: dict[str, Any], sc: dict[str, Any], message: str) -> No
     with pytest.raises(ConfigError) as info:
         resolve(pod_sc, sc)
     assert str(info.value) == message
+
+
+def test_read_only_root_filesystem_is_honoured_by_the_containers_root() -> None:
+    assert resolve(sc={"readOnlyRootFilesystem": True}).read_only_root is True
+    assert resolve(pod_sc={}, sc={}).read_only_root is False
 
 
 def test_run_as_non_root_with_a_user_runs() -> None:

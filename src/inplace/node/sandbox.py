@@ -193,7 +193,7 @@ class PodSandboxes:
             return None
 
     def _rootfs(
-        self, pod: Mapping[str, Any], container: Mapping[str, Any], privileged: bool
+        self, pod: Mapping[str, Any], container: Mapping[str, Any], sec: ContainerSecurity
     ) -> dict[str, Any]:
         """How the shim builds the container's root (:class:`inplace.node.shim.ContainerRoot`)."""
         uid = str((pod.get("metadata") or {}).get("uid"))
@@ -206,7 +206,8 @@ class PodSandboxes:
             "layer": str(self.layer(uid, str(container.get("name")))),
             "hide": plan.get("hide") or [str(self.config.data_dir)],
             "volumes": volumes,
-            "privileged": privileged,
+            "privileged": sec.privileged,
+            "read_only": sec.read_only_root,
             "copy_on_write": self.config.copy_on_write,
         }
 
@@ -247,11 +248,16 @@ class PodSandboxes:
                 raise ConfigError(str(exc)) from None
         spec = pod.get("spec") or {}
         isolated: dict[str, Any] = {}
+        if sec.read_only_root and not self.enabled:
+            raise ConfigError(
+                "readOnlyRootFilesystem needs a mount namespace, which a node agent not running "
+                "as root cannot create"
+            )
         if self.enabled:
             isolated = {
                 "namespaces": self._pins(uid),
                 "pid_namespace": "host" if spec.get("hostPID") else "container",
-                "rootfs": self._rootfs(pod, container, sec.privileged),
+                "rootfs": self._rootfs(pod, container, sec),
             }
             if spec.get("shareProcessNamespace") and not spec.get("hostPID"):
                 isolated["pid_namespace"] = "pod"

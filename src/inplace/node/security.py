@@ -25,8 +25,9 @@ through a :class:`UserDatabase`). From the pod's and the container's ``securityC
 * **seccomp** — ``Unconfined`` unless ``seccompProfile`` says ``RuntimeDefault`` or
   ``Localhost``; a privileged container is never filtered (containerd).
 
-What cannot be honoured here (a read-only root filesystem, an unknown capability, an
-unmasked ``/proc``, a Localhost profile that is missing) is a :class:`ConfigError` with the
+``readOnlyRootFilesystem`` is honoured by the container's root (the shim binds the host's
+directories read-only, with no layer). What cannot be honoured here (an unknown capability,
+an unmasked ``/proc``, a Localhost profile that is missing) is a :class:`ConfigError` with the
 reason: the container never runs with more privilege than it asked for.
 """
 
@@ -199,6 +200,9 @@ class ContainerSecurity:
     no_new_privs: bool
     seccomp: Seccomp
     privileged: bool
+    read_only_root: bool = False
+    """``readOnlyRootFilesystem``: the container's root is the host's, read-only, with no
+    layer (only its volumes are writable)."""
 
 
 def format_pod(pod: Mapping[str, Any]) -> str:
@@ -304,11 +308,6 @@ def resolve_security(
     name = str(container.get("name", ""))
     image_uid = 0  # the host's default user: programs here run as root unless told otherwise
     _verify_run_as_non_root(pod, name, sc, image_uid)
-    if sc.get("readOnlyRootFilesystem"):
-        raise ConfigError(
-            "readOnlyRootFilesystem cannot be honoured: containers here share the host's root "
-            "filesystem"
-        )
     if (sc.get("procMount") or "Default") != "Default":
         raise ConfigError(f"procMount {sc['procMount']!r} cannot be honoured on this node")
     uid = int(sc["runAsUser"]) if sc.get("runAsUser") is not None else image_uid
@@ -332,4 +331,5 @@ def resolve_security(
         no_new_privs=escalation is not None and not escalation,
         seccomp=_seccomp(sc, privileged=privileged),
         privileged=privileged,
+        read_only_root=bool(sc.get("readOnlyRootFilesystem")),
     )

@@ -532,6 +532,8 @@ class ContainerRoot:
         self.spec = spec
         self.layer_tree = layer_tree
         self.privileged = bool(spec.get("privileged"))
+        # readOnlyRootFilesystem: the host's directories read-only, no layer, no scratch
+        self.read_only = bool(spec.get("read_only"))
         self.volumes = [str(v) for v in spec.get("volumes") or ()]
         self.hidden = [str(h) for h in spec.get("hide") or ()]
         # where the root is built: the outermost hidden directory, emptied in every pod; where
@@ -545,7 +547,9 @@ class ContainerRoot:
         self.root = os.path.join(self.staging, "root")
         self.layer = os.path.join(self.staging, "layer")
         self.readonly_reason: str | None = (
-            None if spec.get("copy_on_write", True) else "the copy-on-write root is turned off"
+            None
+            if spec.get("copy_on_write", True) or self.read_only
+            else "the copy-on-write root is turned off"
         )
         self.layers = 0
         self.done: list[str] = []
@@ -586,6 +590,8 @@ class ContainerRoot:
                 fh.write(self.readonly_reason)
         if self.layer_tree is not None:
             umount(self.layer)
+        if self.read_only or self.readonly_reason is not None:
+            remount_readonly(self.root)  # no new top-level entry either
         os.chdir(self.root)
         _check(libc().syscall(PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
         umount(".")
@@ -639,13 +645,15 @@ class ContainerRoot:
             mount(source, target, None, MS_BIND)
             remount_readonly(target)
             return
-        if self.readonly_reason is None and not any(c in source for c in ",:\\"):
+        copy_on_write = not self.read_only and self.readonly_reason is None
+        if copy_on_write and not any(c in source for c in ",:\\"):
             try:
                 self._overlay(source, target)
                 return
             except (SetupError, OSError) as exc:
                 self.readonly_reason = str(exc)
-        if self.readonly_reason is not None and source in READONLY_ROOT_SCRATCH:
+        scratch = not self.read_only and source in READONLY_ROOT_SCRATCH
+        if scratch and self.readonly_reason is not None:
             mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
             return
         mount(source, target, None, MS_BIND)
