@@ -249,3 +249,45 @@ def test_upstreams_vpa_crd_is_accepted_and_the_built_in_vpa_stays(cluster: Clust
             "delete", "crd", "verticalpodautoscalers.autoscaling.k8s.io", "--timeout=60s"
         )
     assert cluster.kubectl("get", "vpa", "-A").returncode == 0  # still served
+
+
+def test_a_custom_resources_dependents_are_collected_with_it(cluster: Cluster) -> None:
+    """An operator's child (a ConfigMap owned by its Database) goes when the Database goes,
+    as upstream's garbage collector does for every served kind."""
+    cluster.kubectl("apply", "-f", "-", input=CRD)
+    try:
+        cluster.kubectl(
+            "wait", "--for=condition=Established", "crd/databases.e2e.example.com", "--timeout=60s"
+        )
+        wait_until(
+            lambda: _run(cluster, "apply", "-f", "-", input=DATABASE).returncode == 0,
+            what="the Database instance applied",
+        )
+        owner = json.loads(cluster.kubectl("get", "database", "orders", "-o", "json").stdout)
+        child = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "orders-config",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "e2e.example.com/v1",
+                        "kind": "Database",
+                        "name": "orders",
+                        "uid": owner["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "data": {"engine": "postgres"},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(child))
+        cluster.kubectl("delete", "database", "orders", "--wait=true")
+        wait_until(
+            lambda: _run(cluster, "get", "configmap", "orders-config").returncode != 0,
+            timeout=60,
+            what="the Database's ConfigMap collected",
+        )
+    finally:
+        _run(cluster, "delete", "crd", "databases.e2e.example.com", "--wait=true")

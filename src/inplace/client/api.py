@@ -165,6 +165,13 @@ MUTATINGWEBHOOKCONFIGURATIONS = Resource(
     False,
     "MutatingWebhookConfiguration",
 )
+CUSTOMRESOURCEDEFINITIONS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    False,
+    "CustomResourceDefinition",
+)
 VERTICALPODAUTOSCALERS = Resource(
     "autoscaling.k8s.io", "v1", "verticalpodautoscalers", True, "VerticalPodAutoscaler"
 )

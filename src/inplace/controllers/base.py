@@ -117,10 +117,13 @@ class SharedInformers:
         self._informers: dict[Resource, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
-    def get(self, resource: Resource) -> Informer:
+    def get(self, resource: Resource, *, optional: bool = False) -> Informer:
+        """The resource's informer, made (and started, once the others run) on first use.
+        ``optional``: a kind the cluster may stop serving (a custom resource)."""
         informer = self._informers.get(resource)
         if informer is None:
-            informer = Informer(self.client, resource, optional=resource.group in OPTIONAL_GROUPS)
+            optional = optional or resource.group in OPTIONAL_GROUPS
+            informer = Informer(self.client, resource, optional=optional)
             informer.add_index(CONTROLLER_INDEX, controller_uid_index)
             informer.add_index(OWNER_INDEX, owner_uids_index)
             if resource.namespaced:
@@ -131,6 +134,12 @@ class SharedInformers:
             if self._tasks:  # already running: start this one too
                 self._tasks.append(asyncio.create_task(informer.run()))
         return informer
+
+    def remove(self, resource: Resource) -> None:
+        """Stop following a resource (a custom resource whose definition went away)."""
+        informer = self._informers.pop(resource, None)
+        if informer is not None:
+            informer.stop()
 
     @property
     def resources(self) -> list[Resource]:
@@ -179,8 +188,8 @@ class Context:
             recorder = self.recorders[component] = ControllerEvents(self.client, component)
         return recorder
 
-    def informer(self, resource: Resource) -> Informer:
-        return self.informers.get(resource)
+    def informer(self, resource: Resource, *, optional: bool = False) -> Informer:
+        return self.informers.get(resource, optional=optional)
 
 
 class Controller(Protocol):

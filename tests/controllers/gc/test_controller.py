@@ -22,6 +22,7 @@ from inplace.client import (
     Client,
     Resource,
 )
+from inplace.controllers.gc.controller import custom_resource_of
 from tests.controllers.conftest import Harness
 from tests.controllers.deployment.test_controller import deployment
 from tests.controllers.test_replicaset import replica_set
@@ -301,3 +302,26 @@ async def test_orphaning_a_cron_job_keeps_its_jobs(harness: Harness) -> None:
     )
     await client.delete(CRONJOBS, "tock", namespace="default", propagation_policy="Background")
     await await_until(lambda: gone(client, JOBS, "tock-1"), what="the Job collected")
+
+
+def test_a_crd_names_its_resource_at_the_storage_version_once_accepted() -> None:
+    crd: dict[str, Any] = {
+        "spec": {
+            "group": "e2e.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "databases", "kind": "Database"},
+            "versions": [{"name": "v1beta1"}, {"name": "v1", "storage": True}],
+        },
+        "status": {"conditions": [{"type": "NamesAccepted", "status": "True"}]},
+    }
+    resource = custom_resource_of(crd)
+    assert resource is not None
+    assert (resource.group, resource.version, resource.plural, resource.kind) == (
+        "e2e.example.com",
+        "v1",
+        "databases",
+        "Database",
+    )
+    assert resource.namespaced
+    crd["status"]["conditions"][0]["status"] = "False"
+    assert custom_resource_of(crd) is None  # not served yet

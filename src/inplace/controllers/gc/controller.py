@@ -23,8 +23,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from inplace.client import (
+    CONFIGMAPS,
     CONTROLLERREVISIONS,
     CRONJOBS,
+    CUSTOMRESOURCEDEFINITIONS,
     DAEMONSETS,
     DEPLOYMENTS,
     JOBS,
@@ -35,6 +37,9 @@ from inplace.client import (
     PODDISRUPTIONBUDGETS,
     PODS,
     REPLICASETS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
     STATEFULSETS,
     APIConflictError,
     APINotFoundError,
@@ -66,11 +71,17 @@ DEPENDENT_RESOURCES: tuple[Resource, ...] = (
     PODDISRUPTIONBUDGETS,
     LEASES,
     NODES,
+    CONFIGMAPS,
+    SECRETS,
+    SERVICES,
+    SERVICEACCOUNTS,
 )
-"""The kinds whose objects are followed (as dependents and as owners): what the workload
-controllers own (pods, ReplicaSets, ControllerRevisions, a StatefulSet's claims, a CronJob's
-Jobs) and what owns them. Upstream's collector follows every served kind; an owner of a kind
-not listed here is never presumed gone."""
+"""The built-in kinds whose objects are followed (as dependents and as owners): what the
+workload controllers own (pods, ReplicaSets, ControllerRevisions, a StatefulSet's claims, a
+CronJob's Jobs) and what owns them, and what operators make for their custom resources
+(ConfigMaps, Secrets, Services, ServiceAccounts). Every custom resource is followed too, from
+its definition (:meth:`GarbageCollector._follow`). Upstream's collector follows every served
+kind; an owner of a kind followed neither way is never presumed gone."""
 
 _OWNER_KINDS: dict[tuple[str, str], Resource] = {
     (r.group, r.kind): r for r in (*DEPENDENT_RESOURCES, NAMESPACES)
@@ -88,6 +99,27 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
+def custom_resource_of(crd: Mapping[str, Any]) -> Resource | None:
+    """The resource a CustomResourceDefinition serves, at its storage version, once its names
+    are accepted (None before, or for a definition without one)."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    storage = [v.get("name") for v in spec.get("versions") or () if v.get("storage")]
+    accepted = any(
+        c.get("type") == "NamesAccepted" and c.get("status") == "True"
+        for c in (crd.get("status") or {}).get("conditions") or ()
+    )
+    if not (accepted and storage and spec.get("group") and names.get("plural")):
+        return None
+    return Resource(
+        str(spec["group"]),
+        str(storage[0]),
+        str(names["plural"]),
+        spec.get("scope") == "Namespaced",
+        str(names.get("kind") or ""),
+    )
+
+
 class GarbageCollector(QueueController):
     name = "garbage-collector-controller"
     workers = 4
@@ -98,12 +130,59 @@ class GarbageCollector(QueueController):
         self.resources: dict[str, Resource] = {}
         self.by_uid: dict[str, tuple[str, str]] = {}
         """Object uid → (resource id, cache key)."""
+        self.own_informers: set[str] = set()
+        """The custom resources' informers this collector started (and stops with them)."""
+        self.owner_kinds: dict[tuple[str, str], Resource] = dict(_OWNER_KINDS)
+        """(group, kind) → resource, for reading an owner live: the built-in kinds and every
+        custom resource defined since the collector started (kept after its definition goes:
+        an owner of that kind then reads as gone)."""
         for resource in DEPENDENT_RESOURCES:
-            rid = f"{resource.group}/{resource.plural}"
-            informer = ctx.informer(resource)
-            self.informers[rid] = informer
-            self.resources[rid] = resource
-            informer.add_handler(*self._handlers(rid))
+            self._follow(resource)
+        definitions = ctx.informer(CUSTOMRESOURCEDEFINITIONS, optional=True)
+        definitions.add_handler(
+            lambda crd: self._definition(crd),
+            lambda _old, crd: self._definition(crd),
+            lambda crd: self._definition(crd, gone=True),
+        )
+
+    # -- what is followed --------------------------------------------------------------------
+
+    def _follow(self, resource: Resource) -> None:
+        """Watch a resource's objects as dependents and owners (optional for a custom
+        resource: its definition may go away)."""
+        rid = f"{resource.group}/{resource.plural}"
+        self.owner_kinds[(resource.group, resource.kind)] = resource
+        if rid in self.informers:
+            return
+        custom = resource not in DEPENDENT_RESOURCES
+        if custom and resource not in self.ctx.informers.resources:
+            self.own_informers.add(rid)  # no other controller watches it: ours to stop
+        informer = self.ctx.informer(resource, optional=custom)
+        self.informers[rid] = informer
+        self.resources[rid] = resource
+        informer.add_handler(*self._handlers(rid))
+        if custom:  # dependents already seen whose owner is of this kind: look again
+            for dep_rid, dependents in self.informers.items():
+                for obj in dependents.list():
+                    if any(
+                        _group(str(ref.get("apiVersion") or "")) == resource.group
+                        and ref.get("kind") == resource.kind
+                        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ()
+                    ):
+                        self._enqueue("attempt", dep_rid, key_of(obj))
+
+    def _definition(self, crd: Obj, *, gone: bool = False) -> None:
+        resource = custom_resource_of(crd)
+        if resource is None:
+            return
+        if not gone:
+            self._follow(resource)
+            return
+        rid = f"{resource.group}/{resource.plural}"
+        if rid in self.own_informers:  # a kind still served built in (the VPA) stays followed
+            self.own_informers.discard(rid)
+            self.informers.pop(rid, None)
+            self.ctx.informers.remove(self.resources.pop(rid))
 
     # -- graph events ----------------------------------------------------------------------
 
@@ -141,7 +220,8 @@ class GarbageCollector(QueueController):
             if owner is None:
                 self._enqueue("attempt", rid, key)
                 break
-            owner_obj = self.informers[owner[0]].get(owner[1])
+            owner_informer = self.informers.get(owner[0])
+            owner_obj = owner_informer.get(owner[1]) if owner_informer is not None else None
             if owner_obj is not None and deleting_with(owner_obj, FOREGROUND):
                 self._enqueue("attempt", rid, key)
                 break
@@ -164,9 +244,10 @@ class GarbageCollector(QueueController):
 
     def _owner_maybe_unblocked(self, owner_uid: str) -> None:
         owner = self.by_uid.get(owner_uid)
-        if owner is None:
+        informer = self.informers.get(owner[0]) if owner is not None else None
+        if owner is None or informer is None:
             return
-        obj = self.informers[owner[0]].get(owner[1])
+        obj = informer.get(owner[1])
         if obj is not None and deleting_with(obj, FOREGROUND):
             self._enqueue("attempt", owner[0], owner[1])
 
@@ -182,11 +263,12 @@ class GarbageCollector(QueueController):
     async def _owner_state(self, ref: Mapping[str, Any], namespace: str | None) -> Owner:
         uid = str(ref.get("uid"))
         cached = self.by_uid.get(uid)
-        if cached is not None:
-            obj = self.informers[cached[0]].get(cached[1])
+        informer = self.informers.get(cached[0]) if cached is not None else None
+        if cached is not None and informer is not None:
+            obj = informer.get(cached[1])
             if obj is not None and uid_of(obj) == uid:
                 return Owner.WAITING if deleting_with(obj, FOREGROUND) else Owner.SOLID
-        resource = _OWNER_KINDS.get(
+        resource = self.owner_kinds.get(
             (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind")))
         )
         if resource is None:
@@ -205,9 +287,10 @@ class GarbageCollector(QueueController):
 
     async def reconcile(self, item: str) -> float | None:
         verb, rid, key = item.split("|", 2)
-        resource = self.resources[rid]
-        obj = self.informers[rid].get(key)
-        if obj is None:
+        resource = self.resources.get(rid)
+        informer = self.informers.get(rid)
+        obj = informer.get(key) if informer is not None else None
+        if resource is None or obj is None:
             return None
         if verb == "orphan":
             await self._orphan(resource, obj)
