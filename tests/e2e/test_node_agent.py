@@ -246,10 +246,16 @@ def test_node_registered_with_lease(node_cluster: Cluster) -> None:
     assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
     assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
     assert node["metadata"]["annotations"]["inplace.dev/limits-enforced"] == "true"
-    lease = json.loads(
-        node_cluster.kubectl("get", "lease", NODE, "-n", "kube-node-lease", "-o", "json").stdout
-    )
-    assert lease["spec"]["holderIdentity"] == NODE
+
+    # the agent creates its Lease once the Node is registered, as the kubelet does
+    def lease() -> dict[str, Any] | None:
+        got = node_cluster.kubectl(
+            "get", "lease", NODE, "-n", "kube-node-lease", "-o", "json", check=False
+        )
+        return json.loads(got.stdout) if got.returncode == 0 else None
+
+    found = wait_until(lease, what="the node's Lease")
+    assert found["spec"]["holderIdentity"] == NODE
 
 
 def test_pod_runs_logs_and_follow(node_cluster: Cluster) -> None:
