@@ -62,10 +62,13 @@ def box(name: str, **spec: Any) -> str:
 
 def probed(cluster: Cluster, name: str) -> dict[str, str]:
     """What the pod's probes printed, by first word."""
-    out = wait_until(
-        lambda: text if "hostname" in (text := logs(cluster, name)) else None,
-        what=f"{name}'s probes",
-    )
+
+    def finished() -> str | None:
+        # the last probe's line (the init's command line, printed before, holds the word too)
+        text = logs(cluster, name)
+        return text if any(line.startswith("hostname ") for line in text.splitlines()) else None
+
+    out = wait_until(finished, what=f"{name}'s probes")
     return {line.split(" ", 1)[0]: line.partition(" ")[2] for line in out.splitlines() if line}
 
 

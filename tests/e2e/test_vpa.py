@@ -449,17 +449,22 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
         interval=0.5,
         what="the restarted recommender's recommendation",
     )
-    # Bucket weights are saved rounded (upstream's checkpoint format): the target is the
-    # same bucket; the bounds, scaled by the history's length, within a percent.
-    assert (
-        after["containerRecommendations"][0]["target"]
-        == before["containerRecommendations"][0]["target"]
-    )
+    # Bucket weights are saved rounded (upstream's checkpoint format): the CPU target is the
+    # same bucket, its bounds, scaled by the history's length, within a percent. Memory comes
+    # back from the histogram too (at least the 200Mi the pods grew to), but upstream's format
+    # has no field for the inplace recommender's learned rise margin, which a restarted
+    # recommender relearns: until then its memory figures are at most the ones before.
+    was_rec, now_rec = before["containerRecommendations"][0], after["containerRecommendations"][0]
+    assert now_rec["target"]["cpu"] == was_rec["target"]["cpu"]
+    memory = Quantity.parse(now_rec["target"]["memory"])
+    assert Quantity.parse("200Mi") <= memory <= Quantity.parse(was_rec["target"]["memory"])
     for bound in ("lowerBound", "upperBound"):
-        for resource in ("cpu", "memory"):
-            was = Quantity.parse(before["containerRecommendations"][0][bound][resource])
-            now = Quantity.parse(after["containerRecommendations"][0][bound][resource])
-            assert abs(now.milli_value() - was.milli_value()) <= was.milli_value() // 100
+        was = Quantity.parse(was_rec[bound]["cpu"])
+        now = Quantity.parse(now_rec[bound]["cpu"])
+        assert abs(now.milli_value() - was.milli_value()) <= was.milli_value() // 100
+        was = Quantity.parse(was_rec[bound]["memory"])
+        now = Quantity.parse(now_rec[bound]["memory"])
+        assert now.value() <= was.value() + was.value() // 100
     cluster.kubectl("delete", "deployment,vpa", "keep", "--wait=true", timeout=90)
 
 
