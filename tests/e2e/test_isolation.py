@@ -101,7 +101,11 @@ def test_a_default_pod_cannot_touch_its_host(sandbox_cluster: Cluster) -> None:
         assert in_pod(cluster, "boxed", f"cat {MARK}") == "marked\n"
         assert not Path(MARK).exists()
         # a restarted container starts from a fresh layer
-        cluster.kubectl("exec", "boxed", "--", "kill", "1")  # PID 1 passes it on
+        # PID 1 passes it on; once the workload ends, PID 1 ends and the kernel kills what is
+        # left in the namespace, which may be this very `kill` before it exits (137), as
+        # under runc
+        killed = cluster.kubectl("exec", "boxed", "--", "kill", "1", check=False)
+        assert killed.returncode in (0, 137), killed.stderr
         wait_until(
             lambda: (p := running(cluster, "boxed")) and status_of(p, "main")["restartCount"] == 1,
             timeout=90,
