@@ -16,7 +16,7 @@ import bisect
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,3 +315,25 @@ def _locate(key: str) -> tuple[tuple[str, str], str] | None:
     if len(parts) < 4:
         return None
     return (parts[1], parts[2]), (parts[3] if len(parts) > 4 else "")
+
+
+class CachedObjects:
+    """The stored objects, read from the watch cache, for strategies' admission steps; a kind
+    the registry does not serve has no objects."""
+
+    def __init__(self, cache: WatchCache, registry: Registry) -> None:
+        self._cache = cache
+        self._registry = registry
+
+    def get(
+        self, group: str, kind: str, name: str, namespace: str | None = None
+    ) -> Mapping[str, Any] | None:
+        served = self._registry.by_kind(group, kind)
+        if served is None:
+            return None
+        entry = self._cache.get(served, served.storage_key(name, namespace), namespace)
+        return entry.value if entry is not None else None
+
+    def list(self, group: str, kind: str) -> Iterable[Mapping[str, Any]]:
+        served = self._registry.by_kind(group, kind)
+        return self._cache.iter_values(served) if served is not None else ()

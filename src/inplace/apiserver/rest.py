@@ -15,7 +15,7 @@ import contextlib
 import datetime
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from inplace.api.names import generated_name
@@ -23,7 +23,13 @@ from inplace.api.timestamps import rfc3339
 from inplace.api.validation import ValidationError
 from inplace.apiserver.admission import AdmissionRequest, ValidatingAdmission
 from inplace.apiserver.auth import User
-from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.cache import CachedObjects, WatchCache
+from inplace.apiserver.deletion import (
+    deletion_finalizers,
+    grace_period,
+    marked_for_deletion,
+    terminating_namespace,
+)
 from inplace.apiserver.errors import (
     StatusError,
     already_exists,
@@ -39,8 +45,11 @@ from inplace.apiserver.writes import (
     SERVER_MANAGER,
     WriteResult,
     check_preconditions,
+    names_resource_version,
     parse_resource_version,
+    same_but_version,
     until,
+    write_options,
 )
 from inplace.registry import validation
 from inplace.registry.canonical import canonicalize
@@ -72,28 +81,6 @@ class _Raced(Exception):
     """Another writer changed the object between our read and our compare-and-swap."""
 
 
-class _CachedObjects:
-    """The stored objects, read from the watch cache, for strategies' admission steps; a kind
-    the registry does not serve has no objects."""
-
-    def __init__(self, cache: WatchCache, registry: Registry) -> None:
-        self._cache = cache
-        self._registry = registry
-
-    def get(
-        self, group: str, kind: str, name: str, namespace: str | None = None
-    ) -> Mapping[str, Any] | None:
-        served = self._registry.by_kind(group, kind)
-        if served is None:
-            return None
-        entry = self._cache.get(served, served.storage_key(name, namespace), namespace)
-        return entry.value if entry is not None else None
-
-    def list(self, group: str, kind: str) -> Iterable[Mapping[str, Any]]:
-        served = self._registry.by_kind(group, kind)
-        return self._cache.iter_values(served) if served is not None else ()
-
-
 class REST:
     """Create, read, update, patch and delete for every stored kind, as each kind's strategy
     (`inplace.registry.strategy`) says."""
@@ -116,7 +103,7 @@ class REST:
         #: Admission webhooks (mutating and validating), when the server runs them.
         self.webhooks: WebhookAdmission | None = None
         self._namespaces = registry.by_kind("", "Namespace")
-        self._objects = _CachedObjects(cache, registry)
+        self._objects = CachedObjects(cache, registry)
         self._allocation_lock = asyncio.Lock()
         #: (group, resource) -> a finalizer every delete adds (CRDs: upstream's cleanup).
         self.finalize_on_delete: dict[tuple[str, str], str] = {}
@@ -194,7 +181,7 @@ class REST:
             apply_defaults(kind, obj)
             canonicalize(kind, obj)
         self._admit_create(kind, obj)
-        options = _options("CreateOptions", manager)
+        options = write_options("CreateOptions", manager)
         warnings += await self._mutate(
             AdmissionRequest(
                 "CREATE",
@@ -215,7 +202,8 @@ class REST:
         self._prepare_for_create(kind, obj)
         async with self._allocating(kind):
             self._allocate(kind, obj, None)
-            self._validate(lambda: validation.validate_create(kind, obj))
+            with refusals_as_status():
+                validation.validate_create(kind, obj)
             warnings += await self._admit(
                 "CREATE",
                 kind,
@@ -272,12 +260,8 @@ class REST:
         allocate = kind.strategy.allocate
         if allocate is None:
             return
-        try:
+        with refusals_as_status():
             allocate(obj, self._objects, old)
-        except Rejected as exc:
-            raise StatusError(exc.code, exc.message) from exc
-        except ValidationError as exc:
-            raise StatusError(422, exc.message(), body=exc.status()) from exc
 
     async def _require_namespace(self, namespace: str) -> None:
         assert self._namespaces is not None
@@ -301,12 +285,8 @@ class REST:
         """The kind's own (built-in) mutating admission; it may consult other objects."""
         strategy = kind.strategy
         if strategy.admit is not None:
-            try:
+            with refusals_as_status():
                 strategy.admit(obj, self._objects)
-            except Rejected as exc:
-                raise StatusError(exc.code, exc.message) from exc
-            except ValidationError as exc:
-                raise StatusError(422, exc.message(), body=exc.status()) from exc
 
     @staticmethod
     def _prepare_for_create(kind: Kind, obj: dict[str, Any]) -> None:
@@ -430,7 +410,7 @@ class REST:
             meta = patched.setdefault("metadata", {})
             # Only a resourceVersion the patch itself names is a precondition; the one the
             # patched object inherited from the stored object is not (a lost race re-reads).
-            requested = meta.get("resourceVersion") if _names_resource_version(body) else None
+            requested = meta.get("resourceVersion") if names_resource_version(body) else None
             if requested and parse_resource_version(requested) != entry.revision:
                 raise conflict(kind.plural, kind.group, name)
             try:
@@ -507,10 +487,8 @@ class REST:
             set_managed_fields(meta, entries)
         admit_update = kind.strategy.admit_update
         if subresource is None and admit_update is not None:
-            try:
+            with refusals_as_status():
                 admit_update(new, old, self._objects)
-            except Rejected as exc:
-                raise StatusError(exc.code, exc.message) from exc
         mutated_warnings = await self._mutate(
             AdmissionRequest(
                 "UPDATE",
@@ -522,7 +500,7 @@ class REST:
                 old,
                 user,
                 dry_run,
-                _options("UpdateOptions", manager),
+                write_options("UpdateOptions", manager),
             )
         )
         allocating = subresource is None and kind.strategy.allocate is not None
@@ -539,7 +517,7 @@ class REST:
                 dry_run=dry_run,
                 user=user,
                 admitted_as=admitted_as,
-                options=_options("UpdateOptions", manager),
+                options=write_options("UpdateOptions", manager),
             )
         result.warnings = mutated_warnings + result.warnings
         return result
@@ -562,8 +540,9 @@ class REST:
         deleted object, complete the deletion)."""
         old = entry.value
         meta = new["metadata"]
-        self._validate(lambda: validation.validate_update(kind, new, old, subresource=subresource))
-        if new == old or _same_but_version(new, old):
+        with refusals_as_status():
+            validation.validate_update(kind, new, old, subresource=subresource)
+        if new == old or same_but_version(new, old):
             return WriteResult(old)
         warnings = await self._admit(
             "UPDATE",
@@ -697,18 +676,10 @@ class REST:
         check_preconditions(
             kind.plural, kind.group, name, preconditions, meta.get("uid"), entry.revision
         )
-        grace = self._grace_period(kind, obj, options.get("gracePeriodSeconds"))
-        finalizers = list(meta.get("finalizers") or [])
-        policy = options.get("propagationPolicy")
-        if options.get("orphanDependents") is True:
-            policy = "Orphan"
-        if policy == "Orphan" and "orphan" not in finalizers:
-            finalizers.append("orphan")
-        elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        added = self.finalize_on_delete.get((kind.group, kind.plural))
-        if added is not None and added not in finalizers:
-            finalizers.append(added)
+        grace = grace_period(kind, obj, options.get("gracePeriodSeconds"))
+        finalizers = deletion_finalizers(
+            meta, options, self.finalize_on_delete.get((kind.group, kind.plural))
+        )
         if self.webhooks is not None and user is not None:
             request = AdmissionRequest(
                 "DELETE",
@@ -729,19 +700,10 @@ class REST:
         if kind is self._namespaces:
             return await self._delete_namespace(kind, name, entry, finalizers)
         if grace > 0 or finalizers:
-            if meta.get("deletionTimestamp"):
-                current = meta.get("deletionGracePeriodSeconds")
-                if current is None or grace >= current:
-                    return obj
-            updated = copy_json(obj)
-            umeta = updated["metadata"]
-            moment = (
-                datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
-            ) + datetime.timedelta(seconds=grace)
-            umeta["deletionTimestamp"] = rfc3339(moment)
-            umeta["deletionGracePeriodSeconds"] = grace
-            if finalizers:
-                umeta["finalizers"] = finalizers
+            now = datetime.datetime.now(datetime.UTC) if self.clock is None else self.clock()
+            updated = marked_for_deletion(obj, grace, finalizers, now)
+            if updated is None:
+                return obj
             try:
                 written = await self.store.update(
                     entry.key, updated, expected_revision=entry.revision
@@ -757,33 +719,18 @@ class REST:
             raise not_found(kind.plural, kind.group, name) from None
         return deleted.value
 
-    @staticmethod
-    def _grace_period(kind: Kind, obj: dict[str, Any], requested: Any) -> int:
-        """The kind's strategy decides (pods bound to a node get one); without one, 0."""
-        if kind.strategy.grace_period is None:
-            return 0
-        try:
-            return kind.strategy.grace_period(obj, requested)
-        except Rejected as exc:
-            raise StatusError(exc.code, exc.message) from exc
-
     async def _delete_namespace(
         self, kind: Kind, name: str, entry: Entry, finalizers: list[str]
     ) -> dict[str, Any]:
         """Mark the namespace Terminating and delete its contents; the namespace itself goes
         once it is empty (see `finalize_namespace`)."""
-        if name in ("default", "kube-system", "kube-public", "kube-node-lease"):
-            raise StatusError(
-                403, f'namespaces "{name}" is forbidden: this namespace may not be deleted'
-            )
-        obj: dict[str, Any] = copy_json(entry.value)
-        meta = obj["metadata"]
-        if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = self.now()
-            meta["deletionGracePeriodSeconds"] = 0
-            obj.setdefault("status", {})["phase"] = "Terminating"
+        obj = entry.value
+        terminating = terminating_namespace(name, obj, self.now())
+        if terminating is not None:
             try:
-                written = await self.store.update(entry.key, obj, expected_revision=entry.revision)
+                written = await self.store.update(
+                    entry.key, terminating, expected_revision=entry.revision
+                )
             except ConflictError:
                 raise _Raced from None
             obj = written.value
@@ -830,37 +777,14 @@ class REST:
                 f"({kind.kind})"
             )
 
-    @staticmethod
-    def _validate(check: Callable[[], None]) -> None:
-        try:
-            check()
-        except ValidationError as exc:
-            raise StatusError(422, exc.message(), body=exc.status()) from exc
 
-
-def _options(kind: str, manager: str) -> dict[str, Any]:
-    """The options an AdmissionReview carries for a write (its field manager, if a client's)."""
-    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-    if manager != SERVER_MANAGER:
-        options["fieldManager"] = manager
-    return options
-
-
-def _names_resource_version(patch: Any) -> bool:
-    """Whether a patch body sets ``metadata.resourceVersion`` (merge patches) or touches it
-    (JSON patches): upstream then treats it as a precondition."""
-    if isinstance(patch, dict):
-        meta = patch.get("metadata")
-        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
-    if isinstance(patch, list):
-        return any(
-            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
-        )
-    return False
-
-
-def _same_but_version(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    """True when `new` differs from `old` only in metadata.resourceVersion: a no-op write."""
-    old_meta = dict(old.get("metadata", {}))
-    old_meta.pop("resourceVersion", None)
-    return {**old, "metadata": old_meta} == new
+@contextlib.contextmanager
+def refusals_as_status() -> Iterator[None]:
+    """A strategy's refusal (its code) or a validation error (422, the causes in the body)
+    raised inside becomes the Status the client gets."""
+    try:
+        yield
+    except Rejected as exc:
+        raise StatusError(exc.code, exc.message) from exc
+    except ValidationError as exc:
+        raise StatusError(422, exc.message(), body=exc.status()) from exc

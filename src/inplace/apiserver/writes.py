@@ -70,3 +70,31 @@ def check_preconditions(
             f"Precondition failed: ResourceVersion in precondition: {want_rv}, "
             f"ResourceVersion in object meta: {revision}",
         )
+
+
+def write_options(kind: str, manager: str) -> dict[str, Any]:
+    """The options an AdmissionReview carries for a write (its field manager, if a client's)."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if manager != SERVER_MANAGER:
+        options["fieldManager"] = manager
+    return options
+
+
+def names_resource_version(patch: Any) -> bool:
+    """Whether a patch body sets ``metadata.resourceVersion`` (merge patches) or touches it
+    (JSON patches): upstream then treats it as a precondition."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
+    if isinstance(patch, list):
+        return any(
+            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
+        )
+    return False
+
+
+def same_but_version(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when `new` differs from `old` only in metadata.resourceVersion: a no-op write."""
+    old_meta = dict(old.get("metadata", {}))
+    old_meta.pop("resourceVersion", None)
+    return {**old, "metadata": old_meta} == new
