@@ -28,7 +28,8 @@ from inplace.api.validation.meta import (
     validate_object_meta_update,
     validate_status_metadata,
 )
-from inplace.registry.kinds import REGISTRY, Kind, Registry
+from inplace.registry.kinds import REGISTRY, Kind
+from inplace.registry.served import Registry
 from inplace.registry.strategy import (
     ObjectReader,
     Rejected,

@@ -25,9 +25,10 @@ from aiohttp import web
 from inplace import __version__
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.httputil import json_response
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
 from inplace.registry.openapi import openapi_v3_bytes, openapi_v3_index_bytes
 from inplace.registry.openapi.v2 import openapi_v2_bytes
+from inplace.registry.served import Registry
 
 #: Kubernetes version this server speaks (pods/resize is a v1.33 subresource).
 KUBE_VERSION = ("1", "33", "v1.33.0")

@@ -47,9 +47,10 @@ from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import STREAMING_SUBRESOURCES, PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.apiserver.webhooks import subresource_create
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
 from inplace.registry.managedfields import manager_from_user_agent, option_errors
 from inplace.registry.protobuf import PROTOBUF_CONTENT_TYPE, ProtobufError, decode_object
+from inplace.registry.served import Registry
 
 
 def object_body(body: Any, kind: Kind) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from inplace.api.validation.errors import ValidationError
 from inplace.apiserver.admission import AdmissionRequest
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError
-from inplace.registry.kinds import Registry
 from inplace.registry.podsecurity import (
     PRIVILEGED,
     LevelVersion,
@@ -47,6 +46,7 @@ from inplace.registry.podsecurity import (
     parse_version,
     policy_to_evaluate,
 )
+from inplace.registry.served import Registry
 
 __all__ = ["ConfigError", "PodSecurity", "PodSecurityConfig", "load_admission_config"]
 

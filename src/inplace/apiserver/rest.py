@@ -54,7 +54,7 @@ from inplace.apiserver.writes import (
 from inplace.registry import validation
 from inplace.registry.canonical import canonicalize
 from inplace.registry.fieldmanager import field_manager
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
 from inplace.registry.lifecycle import DEFAULT_SERVICE_ACCOUNT
 from inplace.registry.managedfields import set_managed_fields
 from inplace.registry.patch import (
@@ -64,6 +64,7 @@ from inplace.registry.patch import (
     apply_strategic_merge_patch,
 )
 from inplace.registry.patchmeta import schema_for_kind
+from inplace.registry.served import Registry
 from inplace.registry.strategy import (
     Rejected,
     apply_defaults,

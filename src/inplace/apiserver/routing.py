@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inplace.apiserver.errors import StatusError, method_not_allowed
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 
 _TRUE = {"1", "true", "True"}
 #: Subresources that are only ever created (POSTed).

@@ -54,7 +54,8 @@ from inplace.apiserver.serviceaccounts.tokens import ServiceAccountTokens
 from inplace.apiserver.streaming import PodStreams
 from inplace.apiserver.watch import Watches
 from inplace.apiserver.webhooks import WebhookAdmission
-from inplace.registry.kinds import REGISTRY, Registry
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.served import Registry
 from inplace.store import Store
 
 log = logging.getLogger(__name__)

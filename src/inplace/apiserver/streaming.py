@@ -44,7 +44,7 @@ from inplace.apiserver.nodemetrics import kubelet_endpoint
 from inplace.apiserver.rest import REST
 from inplace.apiserver.routing import RequestInfo
 from inplace.apiserver.webhooks import connect_request
-from inplace.registry.kinds import Registry
+from inplace.registry.served import Registry
 from inplace.upgrade import hijack, is_upgrade_request
 
 __all__ = ["STREAMING_SUBRESOURCES", "PodStreams", "container_for"]

@@ -28,7 +28,7 @@ from inplace.apiserver.authz.rbac import Decision, RBACAuthorizer
 from inplace.apiserver.authz.rules import Attributes, PolicyRule
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, qualified
-from inplace.registry.kinds import Registry
+from inplace.registry.served import Registry
 
 __all__ = [
     "Attributes",

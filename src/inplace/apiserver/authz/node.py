@@ -25,7 +25,8 @@ from inplace.apiserver.authz.policy import node_rules
 from inplace.apiserver.authz.rbac import Decision
 from inplace.apiserver.authz.rules import Attributes, PolicyRule, rules_allow
 from inplace.apiserver.cache import WatchCache
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 
 __all__ = ["NodeAuthorizer", "is_node_identity", "pod_references"]
 

@@ -19,7 +19,8 @@ from typing import Any, Final
 from inplace.apiserver.auth import User, service_account_of
 from inplace.apiserver.authz.rules import Attributes, PolicyRule, rule_allows
 from inplace.apiserver.cache import CachedEvent, WatchCache
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer", "ResolvedRule"]
 

@@ -35,7 +35,8 @@ from inplace.apiserver.authz.rules import PolicyRule, covers
 from inplace.apiserver.cache import CachedEvent, WatchCache
 from inplace.apiserver.errors import StatusError
 from inplace.apiserver.rest import REST
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 from inplace.registry.strategy import copy_json
 
 __all__ = [

@@ -36,7 +36,8 @@ from inplace.apiserver.auth import InvalidToken, User, service_account_user
 from inplace.apiserver.cache import WatchCache
 from inplace.apiserver.errors import StatusError, bad_request, conflict, not_found
 from inplace.apiserver.serviceaccounts.jwt import JWTError, SigningKey
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 
 __all__ = [
     "API_AUDIENCE",

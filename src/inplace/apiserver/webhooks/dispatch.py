@@ -50,7 +50,8 @@ from inplace.apiserver.webhooks.review import (
     parse_response,
 )
 from inplace.registry.cel import CompileError, EvaluationError, compile_expression
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 from inplace.registry.validation.admissionregistration import NO_SIDE_EFFECTS
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,8 @@ from inplace.apiserver.webhooks.matching import (
 )
 from inplace.apiserver.webhooks.review import build_review
 from inplace.registry.cel import CompileError, EvaluationError, compile_expression, to_cel
-from inplace.registry.kinds import Kind, Registry
+from inplace.registry.kinds import Kind
+from inplace.registry.served import Registry
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from typing import Any, Final
 import orjson
 
 from inplace.registry import schema as s
-from inplace.registry.kinds import Registry
 from inplace.registry.openapi.components import (
     DELETE_OPTIONS,
     STATUS,
@@ -27,6 +26,7 @@ from inplace.registry.openapi.operations import (
     kind_paths,
     path_prefix,
 )
+from inplace.registry.served import Registry
 
 # --- serialization and hashing ------------------------------------------------------------
 

@@ -29,13 +29,13 @@ import functools
 import hashlib
 from typing import Any, Final
 
-from inplace.registry.kinds import Registry
 from inplace.registry.openapi.documents import (
     document_keys,
     openapi_v3_document_for_path,
     serialize,
 )
 from inplace.registry.openapi.v2_protobuf import encode_document
+from inplace.registry.served import Registry
 
 __all__ = ["openapi_v2_bytes", "openapi_v2_document", "v2_schema"]
 
