@@ -8,16 +8,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from inplace.node.shim import FALLBACK_NOTE, STAGING_FALLBACK
-
-SHIM = Path(__file__).parents[2] / "src" / "inplace" / "node" / "shim.py"
+from inplace.node import shim as shim_program
+from inplace.node.shim.containerroot import FALLBACK_NOTE, STAGING_FALLBACK
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and mounts need root")
 
@@ -39,9 +37,7 @@ if [ -e {STAGING_FALLBACK} ]; then echo "staging shown"; else echo "staging abse
 
 
 def tool(*args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-I", "-S", str(SHIM), *args], capture_output=True, text=True, timeout=60
-    )
+    out = subprocess.run(shim_program.command(*args), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -90,7 +86,7 @@ def run_container(pod: dict[str, Any], **rootfs: Any) -> tuple[dict[str, str], P
     with open(log, "wb") as out:
         shim = subprocess.Popen(
             [
-                *(sys.executable, "-I", "-S", str(SHIM), "shim", str(go_r), str(report_w)),
+                *shim_program.command("shim", str(go_r), str(report_w)),
                 *(str(data / "exit.json"), str(launch_path)),
                 *("sh", "-c", SCRIPT.replace("{data}", str(data))),
             ],

@@ -22,7 +22,7 @@ from inplace.node.env import (
     pod_hostname,
     runtime_env,
 )
-from inplace.node.shim import passwd_home, prepare_env
+from inplace.node.shim.enter import passwd_home, prepare_env
 
 
 class Objects:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ async def test_a_cancelled_tool_finishes_before_the_cancellation_goes_on(
     mark = tmp_path / "pinned"
     tool = tmp_path / "tool.py"
     tool.write_text("import sys, time\ntime.sleep(0.5)\nopen(sys.argv[2], 'w').write('pin')\n")
-    monkeypatch.setattr(sandbox, "SHIM_PATH", tool)
+    monkeypatch.setattr(sandbox.shim, "command", lambda *args: [sys.executable, str(tool), *args])
     task = asyncio.create_task(sandbox.run_shim_tool("sandbox", str(mark)))
     await asyncio.sleep(0.1)
     task.cancel()

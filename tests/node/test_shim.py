@@ -1,5 +1,5 @@
 """The shim's pure parts: paths resolved inside a root, mount points made without touching
-what they would cover; a real filter and identity applied by ``shim.py exec``; and the
+what they would cover; a real filter and identity applied by the shim's ``exec``; and the
 start protocol's ack, without which the shim kills a workload no agent recorded."""
 
 from __future__ import annotations
@@ -10,16 +10,15 @@ import os
 import pwd
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from inplace.node import shim as shim_program
 from inplace.node.seccomp import compile_profile, runtime_default_profile
-from inplace.node.shim import SetupError, ensure_path, resolve_in_root
-
-SHIM = Path(__file__).parents[2] / "src" / "inplace" / "node" / "shim.py"
+from inplace.node.shim.kernel import SetupError
+from inplace.node.shim.paths import ensure_path, resolve_in_root
 
 
 @pytest.fixture
@@ -76,7 +75,7 @@ def run_exec(
     path = tmp_path / "launch.json"
     path.write_text(json.dumps(launch))
     return subprocess.run(
-        [sys.executable, "-I", "-S", str(SHIM), "exec", str(path), *argv],
+        shim_program.command("exec", str(path), *argv),
         capture_output=True,
         text=True,
         timeout=30,
@@ -161,7 +160,7 @@ def _shim_started_by_hand(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int,
     report_r, report_w = os.pipe()
     shim = subprocess.Popen(
         [
-            *(sys.executable, "-I", "-S", str(SHIM), "shim", str(go_r), str(report_w)),
+            *shim_program.command("shim", str(go_r), str(report_w)),
             *(str(tmp_path / "exit.json"), "-", "sh", "-c", f"read x < {fifo}; exit 7"),
         ],
         pass_fds=(go_r, report_w),

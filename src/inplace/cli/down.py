@@ -49,7 +49,8 @@ from inplace.client import (
 )
 from inplace.client.api import Resource
 from inplace.node.cgroups.base import read_mountinfo
-from inplace.node.shim import SetupError, mount_points_under, umount
+from inplace.node.shim.kernel import SetupError, umount
+from inplace.node.shim.mounts import mount_points_under
 
 if TYPE_CHECKING:
     from inplace.registry.kinds import Kind

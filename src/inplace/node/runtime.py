@@ -13,7 +13,7 @@ per-line time is recorded).
 
 **The exit code survives an agent restart.** The exit status of a process that is not our
 child is unknowable from outside. Each container therefore gets a tiny supervisor, the *shim*
-(:data:`SHIM_SOURCE`, run as ``python3 -I -S -c``, no import of this package, ~10 ms to start):
+(:mod:`inplace.node.shim`, its own stdlib-only program, :func:`~inplace.node.shim.command`):
 it forks the workload, waits for it, and writes ``<log_path>.exit.json`` (exit code, signal,
 finish time) atomically. The shim lives in the container's session, so it survives the agent
 exactly as the workload does, but not in its cgroup: its memory is not charged to the
@@ -61,21 +61,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psutil
 
+from . import shim
 from .cgroups.base import CgroupDriver, CgroupError
 
 __all__ = [
     "EXIT_SUFFIX",
     "LAUNCH_SUFFIX",
-    "SHIM_SOURCE",
     "STATE_SUFFIX",
     "ExitStatus",
     "ProcessRuntime",
@@ -103,16 +101,6 @@ _START_TIME_TOLERANCE = 0.01
 
 _HANDSHAKE_TIMEOUT = 30.0
 _POLL_INTERVAL = 0.05
-
-SHIM_SOURCE = Path(__file__).with_name("shim.py").read_text()
-"""The per-container supervisor (:mod:`inplace.node.shim`), run by the agent as ``python3 -I
--S -c SHIM_SOURCE shim go_fd report_fd exit_path launch_path|- command...``. Protocol: agent →
-``child N`` line on report_fd (the forked workload, waiting); agent → ``go`` on go_fd (after
-moving that child into the cgroup); shim → ``pid N`` or ``error CODE MSG`` on report_fd then
-closes it; agent → ``ok`` on go_fd and closes it (the ack, after recording the workload's
-start time); shim waits, then writes exit_path. A go_fd closed without ``ok`` is an agent that
-died before it recorded the workload: the shim kills it, since no agent would ever track it.
-The workload enters its sandbox (the launch file) before ``execve``."""
 
 
 class ProcessStartError(RuntimeError):
@@ -222,19 +210,9 @@ class ProcessRuntime:
         report_r, report_w = os.pipe()
         try:
             popen = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-I",
-                    "-S",
-                    "-c",
-                    SHIM_SOURCE,
-                    "shim",
-                    str(go_r),
-                    str(report_w),
-                    exit_path,
-                    launch_path,
-                    *spec.command,
-                ],
+                shim.command(
+                    "shim", str(go_r), str(report_w), exit_path, launch_path, *spec.command
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=log_fd,
@@ -615,14 +593,4 @@ def enter_command(proc: RunningProcess, argv: Sequence[str]) -> list[str]:
     main process (mount — its own root —, PID, IPC, UTS), its user and groups, capabilities,
     no_new_privs, seccomp filter, working directory and environment (what ``kubectl exec``
     runs). The caller puts the process in the container's cgroup and wires its stdio."""
-    return [
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        SHIM_SOURCE,
-        "enter",
-        str(proc.pid),
-        proc.log_path + LAUNCH_SUFFIX,
-        *argv,
-    ]
+    return shim.command("enter", str(proc.pid), proc.log_path + LAUNCH_SUFFIX, *argv)

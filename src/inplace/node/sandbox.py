@@ -26,23 +26,24 @@ import contextlib
 import json
 import os
 import signal
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from inplace.api.token_volume import is_token_volume
 
+from . import shim
 from .config import AgentConfig
 from .env import EnvError, pod_hostname
 from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
 from .security import ConfigError, ContainerSecurity, HostUsers, UserDatabase, resolve_security
-from .shim import FALLBACK_NOTE, current_bounding_set, resolve_in_root
+from .shim.containerroot import FALLBACK_NOTE
+from .shim.enter import current_bounding_set
+from .shim.paths import resolve_in_root
 from .volumes.manager import VolumeError, VolumeManager, container_mounts, resolve_subpaths
 
-__all__ = ["SHIM_PATH", "PodSandboxes", "SandboxError", "run_shim_tool"]
+__all__ = ["PodSandboxes", "SandboxError", "run_shim_tool"]
 
-SHIM_PATH = Path(__file__).with_name("shim.py")
 POD_INIT = "pod-init.pid"
 """In the pod's directory: the host pid of its PID 1 (0 when its containers share none)."""
 
@@ -54,11 +55,7 @@ class SandboxError(Exception):
 async def run_shim_tool(*args: str) -> str:
     """Run a mode of the shim script; its stdout, or SandboxError with its stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-S",
-        str(SHIM_PATH),
-        *args,
+        *shim.command(*args),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from inplace.api.quantity import Quantity, read_quantity
 
-from ..shim import resolve_in_root
+from ..shim.paths import resolve_in_root
 from .ownership import set_volume_ownership
 from .paths import PLUGIN_DIRS, expand_subpath_expr, memory_volume_size, subpath_error
 from .payload import ObjectReader, Projection, SourceError, TokenSource, volume_payload
