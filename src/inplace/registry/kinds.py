@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from inplace.api import defaults, selectors, tables
+from inplace.api import defaults, selectors
 from inplace.api.validation import config, pods, resize
 from inplace.api.validation import services as service_rules
 from inplace.registry import admissionregistration as webhook_defaults
-from inplace.registry import lifecycle, services
+from inplace.registry import lifecycle, services, tables
 from inplace.registry.resize import prepare_pod_resize
 from inplace.registry.served import Registry
 from inplace.registry.strategy import Strategy, SubresourceUpdate

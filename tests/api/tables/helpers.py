@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from inplace.api.tables import (
+from inplace.registry.kinds import REGISTRY
+from inplace.registry.tables import (
     DEFAULT_TABLE,
     TablePrinter,
     column_definitions,
     to_table,
 )
-from inplace.registry.kinds import REGISTRY
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 SECOND = 1.0
