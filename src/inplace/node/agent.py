@@ -67,6 +67,7 @@ from .resize import Resizer
 from .restore import restore
 from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
+from .spares import Spares
 from .stats import ContainerRef, StatsServer, UsageSampler, endpoint_ssl_context
 from .status import StatusWriter
 from .streaming import StreamingServer, TargetError
@@ -151,15 +152,17 @@ class NodeAgent:
             node_cpu_milli=config.cpu_milli,
             tokens=self.tokens,
         )
+        #: The node's spare shim: a container's shim and a pod's sandbox tool start warm.
+        self.spares = Spares()
         self.ctx = NodeContext(
             config=config,
             driver=driver,
-            runtime=runtime if runtime is not None else ProcessRuntime(driver),
+            runtime=runtime if runtime is not None else ProcessRuntime(driver, self.spares),
             actions=actions if actions is not None else self._client_actions,
             checkpoints=CheckpointStore(config.data_dir / "checkpoints"),
             queue=WorkQueue(name=f"node-{config.node_name}"),
             paths=NodePaths(config),
-            sandboxes=PodSandboxes(config, volumes)
+            sandboxes=PodSandboxes(config, volumes, spares=self.spares)
             if runtime is None
             else NoSandboxes(config, volumes),
             objects=self.objects,
@@ -263,6 +266,7 @@ class NodeAgent:
             for task in tasks:
                 task.cancel()
             self.pause.close()
+            self.spares.close()
             await self._client_actions.close()
             await self.objects.close()
             self.tokens.close()

@@ -70,6 +70,7 @@ import psutil
 
 from . import shim
 from .cgroups.base import CgroupDriver, CgroupError
+from .spares import Spares
 
 __all__ = [
     "EXIT_SUFFIX",
@@ -180,8 +181,10 @@ class _Record:
 class ProcessRuntime:
     """Starts, waits for, stops and re-adopts workload processes (see the module docstring)."""
 
-    def __init__(self, driver: CgroupDriver) -> None:
+    def __init__(self, driver: CgroupDriver, spares: Spares | None = None) -> None:
         self._driver = driver
+        #: Where shims come from: the node's spare, or (without) one started per container.
+        self._spares = spares if spares is not None else Spares(warm=False)
         self._records: dict[tuple[int, float], _Record] = {}
 
     # -- start ---------------------------------------------------------------------------
@@ -203,24 +206,24 @@ class ProcessRuntime:
             launch_path = spec.log_path + LAUNCH_SUFFIX
             _write_json_atomic(launch_path, dict(spec.launch), mode=0o600)
 
+        cwd = "/" if spec.launch is not None else (spec.working_dir or os.getcwd())
+        if not os.path.isdir(cwd):
+            raise ProcessStartError(
+                f"cannot start {spec.command[0]!r}: no such working directory: {cwd!r}"
+            )
         log_fd = os.open(
             spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
         )
         go_r, go_w = os.pipe()
         report_r, report_w = os.pipe()
         try:
-            popen = subprocess.Popen(
-                shim.command(
-                    "shim", str(go_r), str(report_w), exit_path, launch_path, *spec.command
-                ),
-                stdin=subprocess.DEVNULL,
+            popen = self._spares.run(
+                ("shim", "{fd0}", "{fd1}", exit_path, launch_path, *spec.command),
                 stdout=log_fd,
                 stderr=log_fd,
-                cwd="/" if spec.launch is not None else spec.working_dir,
-                env=dict(spec.env),
-                start_new_session=True,
-                pass_fds=(go_r, report_w),
-                close_fds=True,
+                fds=(go_r, report_w),
+                env=spec.env,
+                cwd=cwd,
             )
         except OSError as exc:
             os.close(go_w)

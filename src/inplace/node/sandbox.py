@@ -26,20 +26,22 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from inplace.api.token_volume import is_token_volume
 
-from . import shim
 from .config import AgentConfig
 from .env import EnvError, pod_hostname
 from .seccomp import SeccompError, compile_profile, load_localhost_profile, runtime_default_profile
 from .security import ConfigError, ContainerSecurity, HostUsers, UserDatabase, resolve_security
 from .shim.containerroot import FALLBACK_NOTE
 from .shim.enter import current_bounding_set
+from .shim.kernel import SetupError
 from .shim.paths import resolve_in_root
+from .shim.podroot import release, unpin
+from .spares import Spares
 from .volumes.manager import VolumeError, VolumeManager, container_mounts, resolve_subpaths
 
 __all__ = ["PodSandboxes", "SandboxError", "run_shim_tool"]
@@ -52,26 +54,70 @@ class SandboxError(Exception):
     """The pod's sandbox cannot be built now (``FailedCreatePodSandBox``); retried."""
 
 
-async def run_shim_tool(*args: str) -> str:
-    """Run a mode of the shim script; its stdout, or SandboxError with its stderr."""
-    proc = await asyncio.create_subprocess_exec(
-        *shim.command(*args),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+async def run_shim_tool(spares: Spares, *args: str) -> str:
+    """Run a mode of the shim (through the node's spare); its stdout, or SandboxError with
+    its stderr."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        popen = spares.run(args, stdout=out_w, stderr=err_w)
+    except OSError as exc:
+        os.close(out_r)
+        os.close(err_r)
+        raise SandboxError(f"cannot start the shim's {args[0]}: {exc}") from exc
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    done = asyncio.ensure_future(
+        asyncio.gather(
+            asyncio.to_thread(_read_all, out_r),
+            asyncio.to_thread(_read_all, err_r),
+            asyncio.to_thread(popen.wait),
+        )
     )
     try:
-        out, err = await proc.communicate()
+        out, err, code = await asyncio.shield(done)
     except asyncio.CancelledError:
         # The tool mounts and unmounts: let it finish before the cancellation goes on, so
         # whoever cancelled (a pod stopping while its sandbox is made) tears down what the
         # tool made instead of racing it (found by the chaos storm: a pin left mounted).
-        with contextlib.suppress(ProcessLookupError):
-            await proc.wait()
+        with contextlib.suppress(Exception):
+            await done
         raise
-    if proc.returncode != 0:
+    if code != 0:
         raise SandboxError(err.decode(errors="replace").strip() or f"shim {args[0]} failed")
     return out.decode()
+
+
+def _read_all(fd: int) -> bytes:
+    """Everything a pipe carries until its writers close it (then closed)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _unpin_all(pins: list[str]) -> None:
+    for pin in pins:
+        unpin(pin)
+
+
+async def _unmounting(step: Callable[[Any], None], arg: Any) -> None:
+    """Unmount in this process, in a thread (an unmount and an unlink need no fork: a tool's
+    start would cost ~20 ms of the pod's teardown); a cancellation waits for it to finish,
+    as for the tools, so whoever cancelled sees what it left."""
+    work = asyncio.ensure_future(asyncio.to_thread(step, arg))
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        with contextlib.suppress(SetupError):
+            await work
+        raise
+    except SetupError as exc:
+        raise SandboxError(str(exc)) from exc
 
 
 class PodSandboxes:
@@ -84,8 +130,11 @@ class PodSandboxes:
         *,
         enabled: bool | None = None,
         users: UserDatabase | None = None,
+        spares: Spares | None = None,
     ) -> None:
         self.config = config
+        #: Where the sandbox tool's process comes from (see :mod:`inplace.node.spares`).
+        self.spares = spares if spares is not None else Spares(warm=False)
         self.volumes = volumes
         self.enabled = os.geteuid() == 0 if enabled is None else enabled
         self.users: UserDatabase = users or HostUsers()
@@ -147,7 +196,7 @@ class PodSandboxes:
         plan_path.write_text(json.dumps(plan, indent=1))
         async with self._lock:
             if not self.exists(uid):
-                out = await run_shim_tool("sandbox", str(plan_path))
+                out = await run_shim_tool(self.spares, "sandbox", str(plan_path))
                 (pod_dir / POD_INIT).write_text(out.split()[-1])
 
     @staticmethod
@@ -279,14 +328,14 @@ class PodSandboxes:
             pins = self._pins(uid)
             if os.path.lexists(f"{self.pin(uid)}.pid"):
                 pins["pid"] = f"{self.pin(uid)}.pid"
-            await run_shim_tool("unpin", *reversed(pins.values()))
+            await _unmounting(_unpin_all, list(reversed(pins.values())))
         self.volumes.forget_tokens(uid)
         await asyncio.to_thread(self.volumes.teardown, uid)
 
     async def release(self) -> None:
         """Unmount the pins' directory if no pod uses it (the agent stops with no pods)."""
         if self.enabled and os.path.isdir(self.holder):
-            await run_shim_tool("release", str(self.holder))
+            await _unmounting(release, str(self.holder))
 
 
 class NoSandboxes(PodSandboxes):

@@ -5,6 +5,7 @@ host's directories bound read-only), runc's masked and read-only paths in ``/pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 
@@ -84,12 +85,31 @@ def move_mount(tree: int, target: str) -> None:
     )
 
 
+def remove_tree(path: str) -> None:
+    """``shutil.rmtree(path, ignore_errors=True)`` without importing shutil (~10 ms of a
+    shim's start): bottom up, symlinks removed and never followed."""
+    if not os.path.lexists(path):
+        return
+    for _, dirs, files, fd in os.fwalk(path, topdown=False):
+        for name in files:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+        for name in dirs:
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except NotADirectoryError:  # a symlink to a directory
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
+            except OSError:
+                pass
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
 def fresh_layer(layer: str) -> None:
     """Empty the container's writable layer (a restarted container starts from a clean one,
     as a new container on containerd does) and make its ``upper`` and ``work`` directories."""
-    import shutil  # only a container with its own root needs it
-
-    shutil.rmtree(layer, ignore_errors=True)
+    remove_tree(layer)
     os.makedirs(os.path.join(layer, "upper"), 0o700)
     os.makedirs(os.path.join(layer, "work"), 0o700)
 

@@ -32,5 +32,11 @@ def main(argv: list[str]) -> int:
             return max(run_unpin(pin) for pin in argv[2:])
         if mode == "release" and len(argv) == 3:
             return run_release(argv[2])
-    sys.stderr.write(f"usage: shim shim|exec|enter|sandbox|unpin|release ... (got {argv[1:]})\n")
+    if mode == "spare" and len(argv) == 3 and argv[2].isdigit():
+        from .spare import run_spare
+
+        return run_spare(int(argv[2]))
+    sys.stderr.write(
+        f"usage: shim shim|exec|enter|sandbox|unpin|release|spare ... (got {argv[1:]})\n"
+    )
     return 2

@@ -197,28 +197,40 @@ def ensure_private_holder(holder: str) -> None:
     mount(None, holder, None, MS_PRIVATE)
 
 
-def run_release(holder: str) -> int:
+def release(holder: str) -> None:
     """Unmount the pins' directory when it holds no pin any more."""
     if is_mount_point(holder) and not any(
         is_mount_point(os.path.join(holder, e)) for e in os.listdir(holder)
     ):
-        try:
-            umount(holder)
-        except SetupError as exc:
-            sys.stderr.write(f"{exc}\n")
-            return 1
+        umount(holder)
+
+
+def unpin(pin: str) -> None:
+    """Release a pinned namespace: a lazy unmount, then the pin file (either may be gone)."""
+    try:
+        umount(pin)
+    except SetupError as exc:
+        if "Invalid argument" not in str(exc) and "No such file" not in str(exc):
+            raise
+    try:
+        os.unlink(pin)
+    except FileNotFoundError:
+        pass
+
+
+def run_release(holder: str) -> int:
+    try:
+        release(holder)
+    except SetupError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
     return 0
 
 
 def run_unpin(pin: str) -> int:
     try:
-        umount(pin)
+        unpin(pin)
     except SetupError as exc:
-        if "Invalid argument" not in str(exc) and "No such file" not in str(exc):
-            sys.stderr.write(f"{exc}\n")
-            return 1
-    try:
-        os.unlink(pin)
-    except FileNotFoundError:
-        pass
+        sys.stderr.write(f"{exc}\n")
+        return 1
     return 0

@@ -1,0 +1,137 @@
+"""Spare shims: one started ahead of need, so a container's shim or a pod's sandbox tool
+starts without waiting for an interpreter (see :mod:`inplace.node.shim.spare`).
+
+:meth:`Spares.run` hands the job to the spare ready (or starts one for it, the first time or
+when the spare is gone) and starts the next in the background once the job is out, a little
+later, so the replacement's start does not compete with the job it follows for the CPU. The
+job's process is the spare's: its :class:`subprocess.Popen` is what the caller gets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from . import shim
+
+log = logging.getLogger(__name__)
+
+REPLACE_AFTER = 0.05
+"""Seconds between a job handed out and the next spare's start."""
+
+
+@dataclass
+class _Spare:
+    popen: subprocess.Popen[bytes]
+    sock: socket.socket
+
+
+class Spares:
+    """The node's spare shim (at most one waiting at a time). Not ``warm``, no spare waits:
+    each job starts its own (the same protocol, for runtimes that start a few processes)."""
+
+    def __init__(self, *, warm: bool = True) -> None:
+        self.warm = warm
+        self._ready: _Spare | None = None
+        self._replacing: asyncio.TimerHandle | None = None
+        self.closed = False
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdout: int,
+        stderr: int,
+        fds: Sequence[int] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str = "/",
+    ) -> subprocess.Popen[bytes]:
+        """Start the shim's mode ``argv`` (``{fd0}``... in it name ``fds``, in order) with
+        ``stdout`` and ``stderr``, in its own session; raises OSError when no process can be
+        started."""
+        job = json.dumps(
+            {"argv": list(argv), "env": dict(env or {}), "cwd": cwd}, separators=(",", ":")
+        ).encode()
+        spare, self._ready = self._ready, None
+        for attempt in (spare, None):
+            if attempt is None:
+                attempt = _start()
+            try:
+                socket.send_fds(attempt.sock, [job], [stdout, stderr, *fds])
+            except OSError:  # the spare died (killed, or the machine short of memory)
+                _discard(attempt)
+                if spare is None:
+                    raise
+                spare = None
+                continue
+            attempt.sock.close()
+            self._replace_later()
+            return attempt.popen
+        raise OSError("no spare shim could be started")  # pragma: no cover
+
+    def _replace_later(self) -> None:
+        if not self.warm or self.closed or self._replacing is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not under the agent's loop (tests): the next job starts one
+            return
+        self._replacing = loop.call_later(REPLACE_AFTER, self._replace)
+
+    def _replace(self) -> None:
+        self._replacing = None
+        if self.closed or self._ready is not None:
+            return
+        try:
+            self._ready = _start()
+        except OSError as exc:
+            log.warning("could not start a spare shim: %s", exc)
+
+    def close(self) -> None:
+        """Stop the spare waiting (it reads the end of its socket and exits)."""
+        self.closed = True
+        if self._replacing is not None:
+            self._replacing.cancel()
+            self._replacing = None
+        if self._ready is not None:
+            _discard(self._ready)
+            self._ready = None
+
+
+def _start() -> _Spare:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        popen = subprocess.Popen(
+            shim.command("spare", str(theirs.fileno())),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            env={},
+            start_new_session=True,
+            pass_fds=(theirs.fileno(),),
+            close_fds=True,
+        )
+    except OSError:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return _Spare(popen, ours)
+
+
+def _discard(spare: _Spare) -> None:
+    """Close the spare's socket (it exits on the empty read) and reap it."""
+    spare.sock.close()
+    try:
+        spare.popen.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        spare.popen.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            spare.popen.wait(timeout=1)

@@ -1,0 +1,72 @@
+"""Spare shims (`inplace.node.spares`, `inplace.node.shim.spare`): a job handed to a waiting
+spare runs as a freshly started shim would — its arguments with the descriptors passed,
+its environment, working directory, stdout and stderr — and the next spare is started."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import psutil
+
+from inplace.node.spares import Spares
+
+
+def read_all(fd: int) -> str:
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read().decode()
+
+
+async def test_a_spare_runs_the_job_and_the_next_one_waits(tmp_path: Path) -> None:
+    spares = Spares()
+    try:
+        out_r, out_w = os.pipe()
+        first = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
+        os.close(out_w)
+        assert first.wait(timeout=30) == 0 and read_all(out_r) == ""
+        await asyncio.sleep(0.2)  # the replacement is started a little later
+        ready = spares._ready
+        assert ready is not None and ready.popen.poll() is None
+        assert "spare" in psutil.Process(ready.popen.pid).cmdline()
+        # the waiting spare takes the next job: a usage error on its stderr, env and cwd set
+        err_r, err_w = os.pipe()
+        second = spares.run(
+            ("bogus", "{fd0}"), stdout=err_w, stderr=err_w, fds=(err_w,), env={"X": "1"}
+        )
+        os.close(err_w)
+        assert second.pid == ready.popen.pid
+        assert second.wait(timeout=30) == 2
+        text = read_all(err_r)
+        assert "usage: shim" in text and "'bogus'" in text
+        assert "{fd0}" not in text  # the descriptor's number in its place
+    finally:
+        spares.close()
+    assert spares._ready is None
+
+
+async def test_a_dead_spare_is_replaced_for_the_job(tmp_path: Path) -> None:
+    spares = Spares()
+    try:
+        out_r, out_w = os.pipe()
+        spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w).wait(timeout=30)
+        await asyncio.sleep(0.2)
+        ready = spares._ready
+        assert ready is not None
+        ready.popen.kill()
+        ready.popen.wait()
+        job = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
+        os.close(out_w)
+        assert job.pid != ready.popen.pid and job.wait(timeout=30) == 0
+        read_all(out_r)
+    finally:
+        spares.close()
+
+
+def test_without_warmth_no_spare_is_left_waiting(tmp_path: Path) -> None:
+    spares = Spares(warm=False)
+    out_r, out_w = os.pipe()
+    job = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
+    os.close(out_w)
+    assert job.wait(timeout=30) == 0 and read_all(out_r) == ""
+    assert spares._ready is None
