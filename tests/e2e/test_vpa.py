@@ -12,7 +12,8 @@ One cluster for the module (checkpoints every 3 s so the restart test is short):
 * a targetRef that does not exist, or of a kind not served: ``ConfigUnsupported``;
 * a StatefulSet's pod resized in place by its VPA; a one-replica Deployment under the
   default ``minReplicas`` left alone, its VPA saying why (``BelowMinReplicas``);
-* the controller manager killed: the restarted one recommends the same from checkpoints;
+* the controller manager killed: the restarted one recommends the same from checkpoints
+  (upstream's status, and the learned rise margin in their annotations);
 * upstream's ``hamster.yaml`` example, unchanged: recommended, and its pods recreated at the
   recommendation (``Recreate``: eviction, then admission).
 """
@@ -31,6 +32,7 @@ from typing import Any
 import psutil
 import pytest
 
+from inplace.api.annotations import CHECKPOINT_ANNOTATIONS, MEMORY_JUMP
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import parse_rfc3339
 from tests.conftest import Cluster, start_cluster
@@ -60,11 +62,12 @@ def grower(
     limit: str | None = None,
     pause: bool = False,
     kind: str = "Deployment",
+    step_seconds: float = 0.1,
 ) -> str:
     """A Deployment (or another ``kind`` with a replica count) of one pod whose process
-    allocates ``grow_to_mib`` MiB in 10 MiB steps, prints its PID, then sleeps; it requests
-    50m and 100Mi. ``pause``: paused at its memory limit instead of OOM-killed
-    (``inplace.dev/oom-kill-disable``)."""
+    allocates ``grow_to_mib`` MiB in 10 MiB steps ``step_seconds`` apart, prints its PID,
+    then sleeps; it requests 50m and 100Mi. ``pause``: paused at its memory limit instead of
+    OOM-killed (``inplace.dev/oom-kill-disable``)."""
     limits = f"\n            limits: {{memory: {limit}}}" if limit else ""
     annotations = '\n      annotations: {"inplace.dev/oom-kill-disable": "true"}' if pause else ""
     service = f'\n  serviceName: "{name}"' if kind == "StatefulSet" else ""
@@ -96,7 +99,7 @@ spec:{service}
               for i in range(0, len(chunk), 4096):
                   chunk[i] = 1
               chunks.append(chunk)
-              time.sleep(0.1)
+              time.sleep({step_seconds})
           time.sleep(3600)
         resources:
             requests: {{cpu: 50m, memory: 100Mi}}{limits}
@@ -398,9 +401,10 @@ def _controller_manager(cluster: Cluster) -> psutil.Process:
 
 
 def test_history_survives_a_restart(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=grower("keep", grow_to_mib=200) + "---" + vpa("keep", "Off")
-    )
+    # Growing 10 MiB a second, several of the 5-s readings climb: the inplace recommender
+    # learns a rise (its jump margin), which the checkpoint carries beside upstream's status.
+    workload = grower("keep", grow_to_mib=200, step_seconds=1.0)
+    cluster.kubectl("apply", "-f", "-", input=workload + "---" + vpa("keep", "Off"))
     wait_until(
         lambda: (
             (t := target_of(cluster, "keep"))
@@ -429,9 +433,12 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
         what="NoPodsMatched",
     )
     before = get(cluster, "vpa", "keep")["status"]["recommendation"]
+    learned = _learned(get(cluster, "vpacheckpoint", "keep-app"))
+    assert MEMORY_JUMP in learned, "the recommender learned no rise from the readings"
     manager = _controller_manager(cluster)
     os.kill(manager.pid, signal.SIGKILL)
     manager.wait(10)
+    killed = time.time()
     # Forget what the status said: only the checkpoints can bring it back.
     cluster.kubectl(
         "patch",
@@ -450,22 +457,42 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
         what="the restarted recommender's recommendation",
     )
     # Bucket weights are saved rounded (upstream's checkpoint format): the CPU target is the
-    # same bucket, its bounds, scaled by the history's length, within a percent. Memory comes
-    # back from the histogram too (at least the 200Mi the pods grew to), but upstream's format
-    # has no field for the inplace recommender's learned rise margin, which a restarted
-    # recommender relearns: until then its memory figures are at most the ones before.
+    # same bucket, its bounds, scaled by the history's length, within a percent. Memory is
+    # the same: the histogram comes back from the status (at least the 200Mi the pods grew
+    # to), the learned rise from the annotations. "The same" within a percent: the
+    # recommendation is in bytes and the rise fades continuously (it halves in a day), so
+    # the seconds between the two passes take a few kilobytes off; without the annotations
+    # the whole margin, 1.25 times a rise of tens of MiB, would be missing.
     was_rec, now_rec = before["containerRecommendations"][0], after["containerRecommendations"][0]
     assert now_rec["target"]["cpu"] == was_rec["target"]["cpu"]
     memory = Quantity.parse(now_rec["target"]["memory"])
-    assert Quantity.parse("200Mi") <= memory <= Quantity.parse(was_rec["target"]["memory"])
+    assert memory >= Quantity.parse("200Mi")
+    for field in ("target", "lowerBound", "upperBound"):
+        was = Quantity.parse(was_rec[field]["memory"]).value()
+        now = Quantity.parse(now_rec[field]["memory"]).value()
+        assert abs(now - was) <= was // 100, (field, was_rec[field], now_rec[field])
     for bound in ("lowerBound", "upperBound"):
         was = Quantity.parse(was_rec[bound]["cpu"])
         now = Quantity.parse(now_rec[bound]["cpu"])
         assert abs(now.milli_value() - was.milli_value()) <= was.milli_value() // 100
-        was = Quantity.parse(was_rec[bound]["memory"])
-        now = Quantity.parse(now_rec[bound]["memory"])
-        assert now.value() <= was.value() + was.value() // 100
+
+    # The restarted recommender's checkpoints carry what it loaded, exactly.
+    def checkpoint_after_restart() -> dict[str, Any] | None:
+        obj: dict[str, Any] = get(cluster, "vpacheckpoint", "keep-app")
+        stamp = obj["status"]["lastUpdateTime"]
+        return obj if parse_rfc3339(stamp).timestamp() > killed + 1 else None
+
+    rewritten = wait_until(
+        checkpoint_after_restart, timeout=30, interval=0.5, what="a checkpoint after the restart"
+    )
+    assert _learned(rewritten) == learned
     cluster.kubectl("delete", "deployment,vpa", "keep", "--wait=true", timeout=90)
+
+
+def _learned(checkpoint: dict[str, Any]) -> dict[str, str]:
+    """The inplace recommender's annotations on a checkpoint (its learned jump and floor)."""
+    annotations = checkpoint["metadata"].get("annotations") or {}
+    return {k: v for k, v in annotations.items() if k in CHECKPOINT_ANNOTATIONS}
 
 
 HAMSTER = """\

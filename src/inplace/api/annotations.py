@@ -128,6 +128,30 @@ MEMORY_PAUSE: Final = "inplace.dev/memory-pause"
 
 MEMORY_PAUSE_MECHANISMS: Final = ("oom-control", "freeze", "sigstop", "unavailable")
 
+# -- on VerticalPodAutoscalerCheckpoints (written by the recommender) -------------------------
+
+MEMORY_JUMP: Final = "inplace.dev/memory-jump"
+"""Bytes, a decimal integer above 0: the ``inplace`` recommender's learned memory rise for
+the checkpoint's container (its ``memory_jump_margin``), as it was at
+:data:`MEMORY_JUMP_TIME`; it halves every ``memory_jump_half_life`` from then. Upstream's
+checkpoint status has no field for it, so it travels beside the status, written with it."""
+
+MEMORY_JUMP_TIME: Final = "inplace.dev/memory-jump-time"
+"""An RFC 3339 time stamp with microseconds (``metav1.MicroTime``): when
+:data:`MEMORY_JUMP` was recorded."""
+
+MEMORY_FLOOR: Final = "inplace.dev/memory-floor"
+"""Bytes, a decimal integer above 0: the ``inplace`` recommender's memory floor for the
+checkpoint's container (the bumped size of its latest OOM kill, pause or pressure reading),
+as it was at :data:`MEMORY_FLOOR_TIME`; it halves every ``memory_event_floor_half_life``."""
+
+MEMORY_FLOOR_TIME: Final = "inplace.dev/memory-floor-time"
+"""An RFC 3339 time stamp with microseconds: when :data:`MEMORY_FLOOR` was raised."""
+
+CHECKPOINT_ANNOTATIONS: Final = (MEMORY_JUMP, MEMORY_JUMP_TIME, MEMORY_FLOOR, MEMORY_FLOOR_TIME)
+"""Every annotation the recommender writes on a checkpoint (a missing or unparsable pair
+means nothing learned; a checkpoint written by upstream's recommender has none)."""
+
 # -- written by the vertical pod autoscaler's admission step (upstream's names) ---------------
 
 VPA_UPDATES: Final = "vpaUpdates"

@@ -3,10 +3,12 @@ recommender does, and bad input refused with a Status naming the field."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from inplace.api.annotations import CHECKPOINT_ANNOTATIONS
 from inplace.client import (
     VERTICALPODAUTOSCALERCHECKPOINTS,
     VERTICALPODAUTOSCALERS,
@@ -15,9 +17,13 @@ from inplace.client import (
     Client,
     ClusterConfig,
 )
-from inplace.controllers.vpa.checkpoint import checkpoint_objects, load_checkpoints
+from inplace.controllers.vpa.checkpoint import (
+    checkpoint_objects,
+    checkpoint_patch,
+    load_checkpoints,
+)
 from inplace.controllers.vpa.recommender import ContainerKey, Recommender
-from inplace.controllers.vpa.settings import MIB, RecommenderSettings
+from inplace.controllers.vpa.settings import MIB, RecommenderSettings, variant
 from tests.conftest import InProcessServer
 
 T0 = 1767571200.0
@@ -81,6 +87,86 @@ async def test_checkpoints_survive_a_recommender_restart(apiserver: InProcessSer
         assert load_checkpoints(restarted, items, [KEY]) == []
         vpa = await client.get(VERTICALPODAUTOSCALERS, "web", namespace="default")
         assert restarted.recommendation(KEY, vpa) == rec.recommendation(KEY, vpa)
+
+
+async def test_the_learned_jump_and_floor_go_with_the_status_in_one_write(
+    apiserver: InProcessServer,
+) -> None:
+    """The inplace variant's jump and floor, as the checkpoint's annotations: created with
+    it, replaced with the status by the controller's one JSON patch (removed when nothing is
+    learned any more, others' annotations kept), kept by upstream's status-only patch."""
+    rec = Recommender(variant("inplace")[0], Clock())
+    container = ContainerKey("uid-1", "app")
+    for i in range(120):
+        rec.add_sample(
+            KEY,
+            container,
+            T0 + 30 * i,
+            cpu_millicores=200,
+            memory_bytes=(300 if i < 60 else 700) * MIB,
+            cpu_request_millicores=250,
+        )
+    rec.record_oom(KEY, container, T0 + 3600, 700 * MIB)
+    (obj,) = checkpoint_objects(rec, KEY)
+    assert set(obj["metadata"]["annotations"]) == set(CHECKPOINT_ANNOTATIONS)
+    async with Client(ClusterConfig(server=apiserver.url, token=apiserver.token)) as client:
+        vpa = await client.create(VERTICALPODAUTOSCALERS, vpa_object(), namespace="default")
+        # Stored first as upstream's writer leaves it: no annotations, and histogram buckets
+        # this recommender's histogram does not have.
+        old = copy.deepcopy(obj)
+        del old["metadata"]["annotations"]
+        old["status"]["memoryHistogram"]["bucketWeights"] = {"3": 10000, "4": 5000}
+        stored = await client.create(VERTICALPODAUTOSCALERCHECKPOINTS, old)
+        stored = await client.patch(
+            VERTICALPODAUTOSCALERCHECKPOINTS,
+            "web-app",
+            checkpoint_patch(obj, stored),
+            patch_type="json",
+            namespace="default",
+        )
+        assert stored["metadata"]["annotations"] == obj["metadata"]["annotations"]
+        assert stored["status"] == obj["status"]  # replaced whole: no stale bucket left
+        # Someone else's annotation is left alone by our patch.
+        stored = await client.patch(
+            VERTICALPODAUTOSCALERCHECKPOINTS,
+            "web-app",
+            {"metadata": {"annotations": {"example.com/note": "kept"}}},
+            namespace="default",
+        )
+        assert checkpoint_patch(obj, stored) == [
+            {"op": "add", "path": "/status", "value": obj["status"]}
+        ]
+        # Upstream's writer replaces the status alone: the annotations stay.
+        await client.patch(
+            VERTICALPODAUTOSCALERCHECKPOINTS,
+            "web-app",
+            [{"op": "replace", "path": "/status", "value": obj["status"]}],
+            patch_type="json",
+            namespace="default",
+        )
+        items = (await client.list(VERTICALPODAUTOSCALERCHECKPOINTS, namespace="default"))["items"]
+        restarted = Recommender(variant("inplace")[0], Clock())
+        assert load_checkpoints(restarted, items, [KEY]) == []
+        assert restarted.recommendation(KEY, vpa) == rec.recommendation(KEY, vpa)
+        # Nothing learned any more (an upstream-settings recommender, say): ours are removed.
+        (plain,) = checkpoint_objects(restarted_without_learning(items), KEY)
+        stored = await client.patch(
+            VERTICALPODAUTOSCALERCHECKPOINTS,
+            "web-app",
+            checkpoint_patch(plain, items[0]),
+            patch_type="json",
+            namespace="default",
+        )
+        assert stored["metadata"]["annotations"] == {"example.com/note": "kept"}
+        assert stored["status"] == plain["status"]
+
+
+def restarted_without_learning(items: list[dict[str, Any]]) -> Recommender:
+    """A recommender of upstream's settings, loaded from ``items`` without their annotations."""
+    rec = Recommender(RecommenderSettings(), Clock())
+    bare = [{**i, "metadata": {**i["metadata"], "annotations": {}}} for i in items]
+    assert load_checkpoints(rec, bare, [KEY]) == []
+    return rec
 
 
 async def test_a_never_sampled_checkpoint_with_null_times_is_stored(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inplace.api.annotations import ORIGINAL_RESOURCES
+from inplace.api.annotations import MEMORY_FLOOR, MEMORY_FLOOR_TIME, ORIGINAL_RESOURCES
 from inplace.api.memorypause import paused_message
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import rfc3339
@@ -215,10 +215,22 @@ async def test_an_oom_kill_is_answered_by_an_in_place_resize(harness: Harness) -
     await await_until(
         lambda: _has(events, {"InPlaceResizedByVPA", "InPlaceResizedPod"}), what="events"
     )
-    # History is checkpointed.
+    # History is checkpointed, the OOM kill's floor with it (an annotation, as upstream's
+    # status has no field for it), and kept by the later writes, which patch the object.
     await await_until(
         lambda: _exists(client, "oom-vpa-app"), timeout=10, what="VerticalPodAutoscalerCheckpoint"
     )
+
+    async def rewritten() -> bool:
+        obj = await client.get(VERTICALPODAUTOSCALERCHECKPOINTS, "oom-vpa-app", namespace="default")
+        return obj["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+
+    first = await client.get(VERTICALPODAUTOSCALERCHECKPOINTS, "oom-vpa-app", namespace="default")
+    await await_until(rewritten, timeout=10, what="the checkpoint written again")
+    obj = await client.get(VERTICALPODAUTOSCALERCHECKPOINTS, "oom-vpa-app", namespace="default")
+    annotations = obj["metadata"].get("annotations") or {}
+    assert int(annotations[MEMORY_FLOOR]) == 200 * 2**20  # max(100Mi + 100Mi, 100Mi x 1.2)
+    assert MEMORY_FLOOR_TIME in annotations
 
 
 async def test_a_pause_at_the_limit_is_answered_too(harness: Harness) -> None:

@@ -5,12 +5,23 @@ As upstream's checkpoint writer and cluster feeder: one object per VPA and conta
 aggregate's histograms (:meth:`~.model.AggregateContainerState.save_checkpoint`). A
 checkpoint of another version, or one that does not parse, is skipped and the container
 starts from empty, as upstream does.
+
+What the ``inplace`` variant learns beyond upstream's histograms — the memory jump behind its
+rise margin and the OOM/pause floor — has no field in upstream's status, whose schema is
+fixed. It travels as the object's annotations (``inplace.dev/memory-jump``,
+``inplace.dev/memory-floor`` and their times,
+:meth:`~.model.AggregateContainerState.learned_annotations`), written in the same request
+as the status (:func:`checkpoint_patch`, or the create) and read back by
+:func:`load_checkpoint`. Upstream's recommender ignores them and keeps them when it replaces
+the status; a checkpoint without them (upstream's) loads as one where nothing was learned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+
+from inplace.api.annotations import CHECKPOINT_ANNOTATIONS
 
 from .histogram import CheckpointError
 from .model import AggregateContainerState
@@ -21,6 +32,7 @@ __all__ = [
     "KIND",
     "checkpoint_name",
     "checkpoint_objects",
+    "checkpoint_patch",
     "load_checkpoint",
     "load_checkpoints",
 ]
@@ -39,11 +51,18 @@ def checkpoint_objects(recommender: Recommender, vpa: VpaKey) -> list[dict[str, 
     now = recommender.clock.now()
     out = []
     for container, state in sorted(recommender.aggregates(vpa).items()):
+        metadata: dict[str, Any] = {
+            "name": checkpoint_name(name, container),
+            "namespace": namespace,
+        }
+        learned = state.learned_annotations()
+        if learned:
+            metadata["annotations"] = learned
         out.append(
             {
                 "apiVersion": API_VERSION,
                 "kind": KIND,
-                "metadata": {"name": checkpoint_name(name, container), "namespace": namespace},
+                "metadata": metadata,
                 "spec": {"vpaObjectName": name, "containerName": container},
                 "status": state.save_checkpoint(now),
             }
@@ -51,9 +70,28 @@ def checkpoint_objects(recommender: Recommender, vpa: VpaKey) -> list[dict[str, 
     return out
 
 
+def checkpoint_patch(obj: Mapping[str, Any], stored: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON patch (RFC 6902) that brings ``stored``, the checkpoint as last listed, to
+    ``obj`` in one write: the status replaced whole, as upstream's writer replaces it (a
+    merge patch would merge ``bucketWeights`` with the stored ones, keeping buckets the
+    histogram no longer has), and the annotations replaced by ``stored``'s others plus ours
+    (a margin no longer learned is removed, so it is not read back)."""
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": obj["status"]}]
+    current = (stored.get("metadata") or {}).get("annotations")
+    current = dict(current) if isinstance(current, Mapping) else {}
+    ours = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = {k: v for k, v in current.items() if k not in CHECKPOINT_ANNOTATIONS}
+    annotations.update(ours)
+    if annotations != current:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": annotations})
+    return ops
+
+
 def load_checkpoint(recommender: Recommender, obj: Mapping[str, Any]) -> VpaKey:
     """Restore one checkpoint object's history into the recommender (merged with what it
-    already holds). Raises :class:`CheckpointError` when it cannot be used."""
+    already holds, :meth:`~.model.AggregateContainerState.merge`), with what its annotations
+    say was learned. Raises :class:`CheckpointError` when the status cannot be used; the
+    annotations never make it fail."""
     metadata = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     namespace = metadata.get("namespace") or ""
@@ -70,6 +108,7 @@ def load_checkpoint(recommender: Recommender, obj: Mapping[str, Any]) -> VpaKey:
     # Load into a fresh aggregate first, so a bad checkpoint changes nothing.
     fresh = AggregateContainerState(recommender.settings, creation_time=recommender.clock.now())
     fresh.load_checkpoint(status)
+    fresh.load_learned(metadata.get("annotations"))
     recommender.aggregate(key, container).merge(fresh)
     return key
 

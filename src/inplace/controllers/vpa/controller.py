@@ -60,7 +60,7 @@ from ..base import NAMESPACE_INDEX, NODE_INDEX, Context
 from ..pods import with_type
 from ..usage import PodMetricsSource
 from ..workloads import WorkloadLookup
-from .checkpoint import checkpoint_objects, load_checkpoints
+from .checkpoint import checkpoint_objects, checkpoint_patch, load_checkpoints
 from .fit import fit_to_node
 from .inputs import (
     container_memory,
@@ -543,11 +543,13 @@ class VpaController:
     async def write_checkpoints(self) -> None:
         # Checkpoints of any existing VPA are kept: another recommender may own them.
         known = {_key(vpa) for vpa in self.vpas.list()}
+        listing = await self.client.list_all(VERTICALPODAUTOSCALERCHECKPOINTS)
+        items: list[Obj] = listing.get("items") or []
+        stored = {_checkpoint_key(obj): obj for obj in items}
         for vpa in self.chosen_vpas():
             for obj in checkpoint_objects(self.recommender, _key(vpa)):
-                await self._write_checkpoint(obj)
-        listing = await self.client.list_all(VERTICALPODAUTOSCALERCHECKPOINTS)
-        for obj in listing.get("items") or ():
+                await self._write_checkpoint(obj, stored.get(_checkpoint_key(obj)))
+        for obj in items:
             meta = obj.get("metadata") or {}
             owner = (str(meta.get("namespace")), str((obj.get("spec") or {}).get("vpaObjectName")))
             if owner not in known and self.vpas.has_synced:
@@ -558,20 +560,27 @@ class VpaController:
                         namespace=str(meta.get("namespace")),
                     )
 
-    async def _write_checkpoint(self, obj: Obj) -> None:
+    async def _write_checkpoint(self, obj: Obj, stored: Mapping[str, Any] | None) -> None:
+        """Replace the status and our annotations of the checkpoint ``stored`` (as listed) in
+        one JSON patch, as upstream's writer replaces the status; create it, with both, when
+        it is not there."""
         meta = obj["metadata"]
-        try:
-            await self.client.patch(
-                VERTICALPODAUTOSCALERCHECKPOINTS,
-                meta["name"],
-                {"status": obj["status"]},
-                namespace=meta["namespace"],
-            )
-        except APINotFoundError:
-            with contextlib.suppress(APIAlreadyExistsError):
-                await self.client.create(
-                    VERTICALPODAUTOSCALERCHECKPOINTS, obj, namespace=meta["namespace"]
+        if stored is not None:
+            try:
+                await self.client.patch(
+                    VERTICALPODAUTOSCALERCHECKPOINTS,
+                    meta["name"],
+                    checkpoint_patch(obj, stored),
+                    patch_type="json",
+                    namespace=meta["namespace"],
                 )
+                return
+            except APINotFoundError:
+                pass  # deleted since it was listed
+        with contextlib.suppress(APIAlreadyExistsError):  # created since: the next pass patches
+            await self.client.create(
+                VERTICALPODAUTOSCALERCHECKPOINTS, obj, namespace=meta["namespace"]
+            )
 
 
 def pods_to_update(
@@ -613,6 +622,11 @@ def _lent_to_the_rescuer(pod: Mapping[str, Any], vpa: Mapping[str, Any]) -> bool
 
 def _key(vpa: Mapping[str, Any]) -> VpaKey:
     meta = vpa.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _checkpoint_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

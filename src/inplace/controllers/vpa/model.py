@@ -22,7 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from inplace.api.timestamps import parse_rfc3339, rfc3339
+from inplace.api.annotations import (
+    MEMORY_FLOOR,
+    MEMORY_FLOOR_TIME,
+    MEMORY_JUMP,
+    MEMORY_JUMP_TIME,
+)
+from inplace.api.timestamps import parse_rfc3339, rfc3339, rfc3339_micro
 
 from .histogram import GO_ZERO_TIME_UNIX, CheckpointError, DecayingHistogram, ExponentialBuckets
 from .settings import RecommenderSettings
@@ -184,6 +190,15 @@ class AggregateContainerState:
         return now - self.last_sample_start >= window
 
     def merge(self, other: AggregateContainerState) -> None:
+        """Take ``other``'s history in, as if this aggregate had seen its samples too.
+
+        Histograms and sample counts add up, the first sample start is the earlier one and
+        the last the later one (upstream's rules). The learned jump and the floor are not
+        sums but running maxima: :meth:`record_jump` and :meth:`raise_floor` keep the larger
+        of the remembered, decayed value and the new one. Both sides decay at the same
+        half-life, so their curves never cross and the larger at any one time is the larger
+        at every time: merging keeps that one (compared at the later of the two times), which
+        is exactly what one aggregate fed both histories would remember."""
         self.cpu.merge(other.cpu)
         self.memory_peaks.merge(other.memory_peaks)
         if other.first_sample_start is not None and (
@@ -195,6 +210,18 @@ class AggregateContainerState:
         ):
             self.last_sample_start = other.last_sample_start
         self.total_samples_count += other.total_samples_count
+        self.memory_jump, self.memory_jump_at = _larger(
+            (self.memory_jump, self.memory_jump_at),
+            (other.memory_jump, other.memory_jump_at),
+            self.settings.memory_jump_half_life,
+        )
+        floor_half_life = self.settings.memory_event_floor_half_life
+        if floor_half_life is not None:  # off: never raised, as raise_floor
+            self.memory_floor, self.memory_floor_at = _larger(
+                (self.memory_floor, self.memory_floor_at),
+                (other.memory_floor, other.memory_floor_at),
+                floor_half_life,
+            )
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -228,6 +255,70 @@ class AggregateContainerState:
         self.total_samples_count = count
         self.first_sample_start = first
         self.last_sample_start = last
+
+    def learned_annotations(self) -> dict[str, str]:
+        """What the ``inplace`` variant learned beyond upstream's checkpoint status, as the
+        checkpoint object's annotations: the memory jump and the floor, each as whole bytes
+        and the time it was recorded (the decay is counted from that time, so nothing is
+        lost between writes). Empty when nothing was learned, as with upstream's settings."""
+        out: dict[str, str] = {}
+        jump = amount_from_float(self.memory_jump)
+        if jump > 0:
+            out[MEMORY_JUMP] = str(jump)
+            out[MEMORY_JUMP_TIME] = rfc3339_micro(self.memory_jump_at)
+        floor = amount_from_float(self.memory_floor)
+        if floor > 0:
+            out[MEMORY_FLOOR] = str(floor)
+            out[MEMORY_FLOOR_TIME] = rfc3339_micro(self.memory_floor_at)
+        return out
+
+    def load_learned(self, annotations: object) -> None:
+        """Restore what :meth:`learned_annotations` wrote. A missing or unparsable value (or
+        time) means that one was not learned, never an error: a checkpoint written by
+        upstream's recommender, or by a version of ours before these, has none."""
+        if not isinstance(annotations, Mapping):
+            return
+        jump = _learned(annotations, MEMORY_JUMP, MEMORY_JUMP_TIME)
+        if jump is not None:
+            self.memory_jump, self.memory_jump_at = jump
+        floor = _learned(annotations, MEMORY_FLOOR, MEMORY_FLOOR_TIME)
+        if floor is not None:
+            self.memory_floor, self.memory_floor_at = floor
+
+
+def _larger(
+    mine: tuple[float, float], theirs: tuple[float, float], half_life: float
+) -> tuple[float, float]:
+    """Of two decaying ``(value, as of)`` pairs with one half-life, the larger (``mine`` on a
+    tie): compared at the later of their times, where neither has decayed into the future."""
+    if theirs[0] <= 0:
+        return mine
+    if mine[0] <= 0:
+        return theirs
+    at = max(mine[1], theirs[1])
+    mine_then = mine[0] * 2.0 ** (-(at - mine[1]) / half_life)
+    theirs_then = theirs[0] * 2.0 ** (-(at - theirs[1]) / half_life)
+    return theirs if theirs_then > mine_then else mine
+
+
+def _learned(
+    annotations: Mapping[Any, Any], value_key: str, time_key: str
+) -> tuple[float, float] | None:
+    """``(bytes, as of)`` from a checkpoint's annotations, or None when either is missing or
+    does not parse (whole bytes in (0, 1e14], an RFC 3339 time stamp)."""
+    raw, stamp = annotations.get(value_key), annotations.get(time_key)
+    if not isinstance(raw, str) or not isinstance(stamp, str):
+        return None
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    value = int(raw)
+    if not 0 < value <= MAX_RESOURCE_AMOUNT:
+        return None
+    try:
+        at = parse_rfc3339(stamp).timestamp()
+    except (ValueError, OverflowError):
+        return None
+    return float(value), at
 
 
 def _time_or_null(moment: float | None) -> str | None:
