@@ -35,8 +35,12 @@ import pytest
 from inplace.api.annotations import CHECKPOINT_ANNOTATIONS, MEMORY_JUMP
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import parse_rfc3339
+from inplace.controllers.vpa.settings import variant
 from tests.conftest import Cluster, start_cluster
 from tests.poll import wait_until
+
+UPDATE_THRESHOLD = variant("inplace")[1].update_threshold
+"""How far off the controller manager's preset lets a pod's request be before resizing it."""
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -180,7 +184,12 @@ def test_in_place_or_recreate_resizes_the_running_pod(cluster: Cluster) -> None:
         actual = pod["status"]["containerStatuses"][0].get("resources") or {}
         if Quantity.parse(actual["requests"]["memory"]) != memory_request(pod):
             return None  # not yet applied by the node
-        return pod if memory_request(pod) == Quantity.parse(target["memory"]) else None
+        # The inplace preset's target moves by a few bytes every pass (its rise margin fades)
+        # and its updater resizes only past 5% off: the target as of the resize is within that
+        # band of the current one, not equal to it.
+        wanted = Quantity.parse(target["memory"]).value()
+        have = memory_request(pod).value()
+        return pod if abs(have - wanted) <= UPDATE_THRESHOLD * wanted else None
 
     pod = wait_until(resized_to_target, timeout=120, interval=1, what="resized to the target")
     assert pod["metadata"]["uid"] == first["metadata"]["uid"]
