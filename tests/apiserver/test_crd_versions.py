@@ -11,8 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from aiohttp import web
 
 from inplace.apiserver.auth import MASTERS_GROUP, TokenFile
+from inplace.apiserver.cache import join_items
+from inplace.apiserver.crds.versions import convert_response
+from inplace.apiserver.httputil import pieces_response
+from inplace.apiserver.lists import list_pieces
 from inplace.apiserver.server import APIServer, APIServerConfig
 from tests.apiserver.support import make_api
 from tests.apiserver.test_crds import CRDS, WIDGETS, create_widgets_crd, widget, widget_crd
@@ -68,6 +73,22 @@ async def test_none_conversion_between_served_versions(apiserver: InProcessServe
 
         _, crd = await api.call("GET", f"{CRDS}/widgets.example.com")
         assert crd["status"]["storedVersions"] == ["v1"]
+
+        # a list sent in pieces is converted whole
+        beta = next(
+            k
+            for k in apiserver.server.registry.kinds
+            if k.group == "example.com" and k.version == "v1beta1"
+        )
+        items = [b'{"apiVersion":"example.com/v1","kind":"Widget"}'] * 2
+        response = convert_response(
+            beta,
+            pieces_response(list_pieces(beta, {"resourceVersion": "1"}, join_items(items, 1))),
+        )
+        assert isinstance(response, web.Response) and isinstance(response.body, bytes)
+        converted = orjson.loads(response.body)
+        assert converted["apiVersion"] == "example.com/v1beta1"
+        assert [i["apiVersion"] for i in converted["items"]] == ["example.com/v1beta1"] * 2
 
 
 async def test_watch_with_a_field_selector(apiserver: InProcessServer) -> None:

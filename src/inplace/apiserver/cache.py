@@ -16,7 +16,7 @@ import bisect
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 #: How many past events are kept for watches that resume from a revision.
 HISTORY = 50_000
+
+#: About how many bytes each piece of a list's joined items holds (`join_items`).
+PIECE = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,11 @@ class WatchCache:
             collections.defaultdict(set)
         )
         self._listeners: list[Callable[[CachedEvent], None]] = []
+        # Kept between writes, per (storage prefix, namespace or None for all of them): the
+        # keys in list order (dropped when an object comes or goes) and the joined items
+        # (dropped by any change), so that a list without selector repeats no per-object work.
+        self._sorted: dict[tuple[tuple[str, str], str | None], list[str]] = {}
+        self._joined: dict[tuple[tuple[str, str], str | None], list[bytes]] = {}
         self.revision = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
@@ -159,10 +167,15 @@ class WatchCache:
             return
         prefix, namespace = located
         bucket = self._objects[prefix].setdefault(namespace, {})
+        self._joined.pop((prefix, namespace), None)
+        self._joined.pop((prefix, None), None)
         if event.type == "DELETED":
-            bucket.pop(event.key, None)
+            if bucket.pop(event.key, None) is not None:
+                self._forget_order(prefix, namespace)
         else:
             existing = bucket.get(event.key)
+            if existing is None:
+                self._forget_order(prefix, namespace)
             bucket[event.key] = Entry(
                 key=event.key,
                 value=event.value,
@@ -190,6 +203,10 @@ class WatchCache:
         for listener in self._listeners:
             listener(cached)
         self._advance(event.revision)
+
+    def _forget_order(self, prefix: tuple[str, str], namespace: str) -> None:
+        self._sorted.pop((prefix, namespace), None)
+        self._sorted.pop((prefix, None), None)
 
     def _advance(self, revision: int) -> None:
         self.revision = revision
@@ -224,15 +241,53 @@ class WatchCache:
 
     def entries(self, kind: Kind, namespace: str | None) -> list[Entry]:
         """Every object of `kind` (in `namespace` if given), sorted by key as upstream lists."""
-        buckets = self._buckets(kind)
+        prefix = _prefix(kind)
+        buckets = self._objects.get(prefix, {})
         if namespace is not None:
-            bucket = buckets.get(namespace if kind.namespaced else "", {})
-            return [bucket[k] for k in sorted(bucket)]
+            namespace = namespace if kind.namespaced else ""
+            bucket = buckets.get(namespace, {})
+            return [bucket[k] for k in self._order(prefix, namespace, bucket)]
         out: list[Entry] = []
         for ns in sorted(buckets):
             bucket = buckets[ns]
-            out.extend(bucket[k] for k in sorted(bucket))
+            out.extend(bucket[k] for k in self._order(prefix, ns, bucket))
         return out
+
+    def named(self, kind: Kind, namespace: str | None, name: str) -> list[Entry]:
+        """`entries(kind, namespace)` of the objects called `name` (a `metadata.name=`
+        field selector): looked up, not searched for."""
+        buckets = self._buckets(kind)
+        if not kind.namespaced:
+            namespaces = [""]
+        elif namespace is not None:
+            namespaces = [namespace]
+        else:
+            namespaces = sorted(buckets)
+        found = (buckets.get(ns, {}).get(kind.storage_key(name, ns)) for ns in namespaces)
+        return [entry for entry in found if entry is not None]
+
+    def _order(
+        self, prefix: tuple[str, str], namespace: str, bucket: dict[str, Entry]
+    ) -> list[str]:
+        """The keys of one namespace's bucket, sorted (kept until an object comes or goes)."""
+        keys = self._sorted.get((prefix, namespace))
+        if keys is None:
+            keys = sorted(bucket)
+            if keys:  # nothing kept for a namespace without objects
+                self._sorted[(prefix, namespace)] = keys
+        return keys
+
+    def joined(self, kind: Kind, namespace: str | None) -> list[bytes]:
+        """The stored bytes of `entries(kind, namespace)`, comma-separated, in pieces
+        (`join_items`): a list's items without selector. Kept until one of them changes."""
+        namespace = namespace if namespace is None or kind.namespaced else ""
+        prefix = _prefix(kind)
+        pieces = self._joined.get((prefix, namespace))
+        if pieces is None:
+            pieces = join_items([entry.raw for entry in self.entries(kind, namespace)])
+            if pieces:
+                self._joined[(prefix, namespace)] = pieces
+        return pieces
 
     def iter_values(self, kind: Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         buckets = self._buckets(kind)
@@ -302,6 +357,30 @@ class WatchCache:
 
     def watcher_count(self) -> int:
         return sum(len(w) for w in self._watchers.values())
+
+
+def join_items(raws: Sequence[bytes], size: int | None = None) -> list[bytes]:
+    """`raws` comma-separated, in pieces of about `size` bytes (`PIECE` if None; each piece
+    but the first starts with its comma): concatenated, the pieces are `b",".join(raws)`;
+    none for no raws."""
+    size = size or PIECE
+    pieces: list[bytes] = []
+    start = filled = 0
+    for i, raw in enumerate(raws):
+        filled += len(raw)
+        if filled >= size:
+            pieces.append(_join_from(raws, start, i + 1))
+            start, filled = i + 1, 0
+    if start < len(raws):
+        pieces.append(_join_from(raws, start, len(raws)))
+    return pieces
+
+
+def _join_from(raws: Sequence[bytes], start: int, end: int) -> bytes:
+    group = list(raws[start:end])
+    if start:
+        group.insert(0, b"")
+    return b",".join(group)
 
 
 def _prefix(kind: Kind) -> tuple[str, str]:

@@ -7,10 +7,13 @@ Kept apart from the handlers so that discovery, lists, watches and the resource 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import Payload
 
 from inplace.apiserver.auth import User
 from inplace.apiserver.errors import StatusError, bad_request, unsupported_media_type
@@ -37,6 +40,58 @@ def json_response(body: Any, *, status: int = 200, warnings: tuple[str, ...] = (
     for warning in warnings:
         response.headers.add("Warning", f"299 - {orjson.dumps(warning).decode()}")
     return response
+
+
+#: The size of the pieces a large body is sent in (`Pieces`).
+PIECE = 256 * 1024
+
+
+class Pieces(Payload):
+    """A body sent as the byte strings it is made of, one write each, never joined.
+
+    Over TLS a single write of a large body is encrypted whole before its first byte leaves
+    (uvloop's SSL protocol fills its buffer with every record, then sends); written piece by
+    piece, the client reads and decrypts the first piece while the next is encrypted, and no
+    copy of the whole body is made. A LIST of 2,000 pods (4.4 MB) took half as long so.
+    """
+
+    def __init__(self, pieces: Sequence[bytes], content_type: str = "application/json") -> None:
+        super().__init__(pieces, content_type=content_type)
+        self.pieces = pieces
+        self._size = sum(len(piece) for piece in pieces)
+
+    def join(self) -> bytes:
+        """The whole body."""
+        return b"".join(self.pieces)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return self.join().decode(encoding, errors)
+
+    async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return self.join()
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        for piece in self.pieces:
+            await writer.write(piece)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        if content_length is None:
+            await self.write(writer)
+            return
+        for piece in self.pieces:
+            if content_length <= 0:
+                return
+            await writer.write(piece[:content_length])
+            content_length -= len(piece)
+
+
+def pieces_response(pieces: Sequence[bytes]) -> web.Response:
+    """A JSON answer made of `pieces` (see `Pieces`); one piece is sent as it is."""
+    if len(pieces) == 1:
+        return web.Response(body=pieces[0], content_type="application/json")
+    return web.Response(body=Pieces(pieces), content_type="application/json")
 
 
 def not_found_path(path: str) -> StatusError:

@@ -1,6 +1,9 @@
 """LIST: selectors, paging with continue tokens, exact-revision reads, server-side Tables.
 
-A list at the cache's revision is a join of the stored bytes (no object is parsed). A
+A list at the cache's revision is a join of the stored bytes (no object is parsed), sent in
+pieces (`httputil.Pieces`); without selector or limit the items are joined once per write
+(`WatchCache.joined`), not once per request. Selectors are compiled into one check per
+requirement, and a `metadata.name=` term looks its object up instead of scanning. A
 continue token pins the revision of the first page, so later pages are read from the store
 at that revision (upstream's consistent paging); a compacted revision is 410 Gone, as
 upstream answers an expired continue token.
@@ -10,17 +13,33 @@ from __future__ import annotations
 
 import base64
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import orjson
 from aiohttp import web
 
-from inplace.api.selectors import FieldSelector, LabelSelector, SelectorError
+from inplace.api.selectors import (
+    DOUBLE_EQUALS,
+    EQUALS,
+    IN,
+    NOT_EQUALS,
+    NOT_IN,
+    FieldSelector,
+    LabelSelector,
+    Requirement,
+    SelectorError,
+)
 from inplace.api.tables import to_table
-from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.cache import WatchCache, join_items
 from inplace.apiserver.errors import StatusError, bad_request, gone
-from inplace.apiserver.httputil import int_param, json_response, parse_rv, wants_table
+from inplace.apiserver.httputil import (
+    int_param,
+    json_response,
+    parse_rv,
+    pieces_response,
+    wants_table,
+)
 from inplace.apiserver.routing import RequestInfo
 from inplace.registry.kinds import Kind
 from inplace.store import CompactedError, FutureRevisionError, Store
@@ -41,13 +60,90 @@ def selector_filter(kind: Kind, query: dict[str, str]) -> Matcher | None:
         raise bad_request(str(exc)) from None
     if labels is None and fields is None:
         return None
+    checks: list[Matcher] = [
+        *(label_checks(labels) if labels is not None else ()),
+        *(field_checks(fields) if fields is not None else ()),
+    ]
+    if len(checks) == 1:
+        return checks[0]
 
     def matches(obj: dict[str, Any]) -> bool:
-        if labels is not None and not labels.matches(obj.get("metadata", {}).get("labels")):
-            return False
-        return fields is None or fields.matches(obj)
+        return all(check(obj) for check in checks)
 
     return matches
+
+
+def selected_name(kind: Kind, query: dict[str, str]) -> str | None:
+    """The name a `metadata.name=` term of the field selector requires, if it has one (the
+    selector already parsed by `selector_filter`)."""
+    text = query.get("fieldSelector")
+    if not text or "metadata.name" not in text:
+        return None
+    selector = FieldSelector.parse(text, fields=kind.strategy.selectable_fields)
+    return selector.exact("metadata.name")
+
+
+def label_checks(selector: LabelSelector) -> list[Matcher]:
+    """`selector.matches` on an object's labels as one check per requirement: a LIST or a
+    watch runs them on every object, so the equality and set requirements (nearly all) are
+    one look-up in a frozenset each."""
+    if selector.matches_nothing:
+        return [lambda obj: False]
+    checks: list[Matcher] = []
+    for requirement in selector.requirements:
+        if requirement.operator in _LABEL_IN:
+            checks.append(_label_in(requirement.key, frozenset(requirement.values)))
+        elif requirement.operator in _LABEL_NOT_IN:
+            checks.append(_label_not_in(requirement.key, frozenset(requirement.values)))
+        else:
+            checks.append(_label_requirement(requirement))
+    return checks
+
+
+_LABEL_IN = (IN, EQUALS, DOUBLE_EQUALS)
+_LABEL_NOT_IN = (NOT_IN, NOT_EQUALS)
+
+
+def _label_in(key: str, values: frozenset[str]) -> Matcher:
+    def check(obj: dict[str, Any]) -> bool:
+        labels = obj.get("metadata", {}).get("labels")
+        return labels is not None and labels.get(key) in values
+
+    return check
+
+
+def _label_not_in(key: str, values: frozenset[str]) -> Matcher:
+    def check(obj: dict[str, Any]) -> bool:
+        labels = obj.get("metadata", {}).get("labels")
+        return labels is None or labels.get(key) not in values
+
+    return check
+
+
+def _label_requirement(requirement: Requirement) -> Matcher:
+    def check(obj: dict[str, Any]) -> bool:
+        return requirement.matches(obj.get("metadata", {}).get("labels") or {})
+
+    return check
+
+
+def field_checks(selector: FieldSelector) -> list[Matcher]:
+    """`selector.matches` as one check per term (its field's extractor, compared)."""
+    extractors = selector.fields.extractors
+    return [
+        _field_equal(extractors[r.field], r.value)
+        if r.equal
+        else _field_not_equal(extractors[r.field], r.value)
+        for r in selector.requirements
+    ]
+
+
+def _field_equal(extract: Callable[[Any], Any], value: str) -> Matcher:
+    return lambda obj: extract(obj) == value
+
+
+def _field_not_equal(extract: Callable[[Any], Any], value: str) -> Matcher:
+    return lambda obj: extract(obj) != value
 
 
 def encode_continue(revision: int, key: str) -> str:
@@ -86,9 +182,10 @@ def table(
     )
 
 
-def list_body(kind: Kind, meta: dict[str, Any], raws: list[bytes]) -> bytes:
-    """A list object joined from stored bytes, without parsing any of them."""
-    return b"".join(
+def list_pieces(kind: Kind, meta: dict[str, Any], items: Sequence[bytes]) -> list[bytes]:
+    """A list object around `items` (stored bytes, joined by `join_items`), in pieces to send
+    one after the other; no object is parsed, no item copied but the first and last."""
+    head = b"".join(
         (
             b'{"kind":"',
             kind.list_kind.encode(),
@@ -97,10 +194,13 @@ def list_body(kind: Kind, meta: dict[str, Any], raws: list[bytes]) -> bytes:
             b'","metadata":',
             orjson.dumps(meta),
             b',"items":[',
-            b",".join(raws),
-            b"]}",
         )
     )
+    if not items:
+        return [head + b"]}"]
+    if len(items) == 1:
+        return [b"".join((head, items[0], b"]}"))]
+    return [head + items[0], *items[1:-1], items[-1] + b"]}"]
 
 
 class Lists:
@@ -138,7 +238,18 @@ class Lists:
             revision = self.cache.revision
             next_token = None
             last_key = ""
-            for entry in self.cache.entries(kind, info.namespace):
+            if matches is None and not limit and not wants_table(request):
+                meta = {"resourceVersion": str(revision)}
+                return pieces_response(
+                    list_pieces(kind, meta, self.cache.joined(kind, info.namespace))
+                )
+            name = selected_name(kind, query)
+            entries = (
+                self.cache.entries(kind, info.namespace)
+                if name is None
+                else self.cache.named(kind, info.namespace, name)
+            )
+            for entry in entries:
                 if matches is not None and not matches(entry.value):
                     continue
                 if limit and len(raws) == limit:
@@ -152,7 +263,7 @@ class Lists:
         if wants_table(request):
             objects = [orjson.loads(r) for r in raws]
             return json_response(table(kind, objects, request, meta))
-        return web.Response(body=list_body(kind, meta, raws), content_type="application/json")
+        return pieces_response(list_pieces(kind, meta, join_items(raws)))
 
     async def _continue(
         self, kind: Kind, info: RequestInfo, matches: Matcher | None, limit: int | None, token: str
@@ -197,5 +308,5 @@ class Lists:
                 reason="Timeout",
             ) from None
         raws = [e.raw for e in page.items if matches is None or matches(e.value)]
-        body = list_body(info.kind, {"resourceVersion": str(revision)}, raws)
-        return web.Response(body=body, content_type="application/json")
+        meta = {"resourceVersion": str(revision)}
+        return pieces_response(list_pieces(info.kind, meta, join_items(raws)))

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from inplace.apiserver.httputil import Pieces
 from inplace.registry.kinds import Kind
 
 
@@ -52,14 +53,14 @@ def convert_response(kind: Kind | None, response: web.StreamResponse) -> web.Str
     warning = kind.crd.deprecation_warning
     if warning and not response.prepared:
         response.headers.add("Warning", f"299 - {orjson.dumps(warning).decode()}")
-    if (
-        needs_conversion(kind)
-        and isinstance(response, web.Response)
-        and isinstance(response.body, bytes)
-        and response.content_type == "application/json"
-    ):
+    if not needs_conversion(kind) or not isinstance(response, web.Response):
+        return response
+    body = response.body
+    if isinstance(body, Pieces):
+        body = body.join()
+    if isinstance(body, bytes) and response.content_type == "application/json":
         try:
-            document = orjson.loads(response.body)
+            document = orjson.loads(body)
         except orjson.JSONDecodeError:
             return response
         response.body = orjson.dumps(_convert(kind, document))
