@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
+from inplace.apiserver.cache import PIECE
 from inplace.apiserver.errors import StatusError
-from inplace.apiserver.httputil import Pieces, patch_type_of, pieces_response
+from inplace.apiserver.httputil import Pieces, json_response, patch_type_of, pieces_response
 
 
 @pytest.mark.parametrize(
@@ -66,3 +68,13 @@ def test_one_piece_is_sent_as_it_is() -> None:
     several = pieces_response([b"[1", b",2]"])
     assert isinstance(several.body, Pieces) and several.body.join() == b"[1,2]"
     assert several.content_type == "application/json"
+
+
+def test_a_large_json_answer_is_sent_in_pieces_of_its_encoding() -> None:
+    body = {"items": ["x" * 1000] * (PIECE // 500)}
+    response = json_response(body, status=201, warnings=("careful",))
+    assert isinstance(response.body, Pieces)
+    assert len(response.body.pieces) == 3 and response.body.join() == orjson.dumps(body)
+    assert response.status == 201 and response.content_type == "application/json"
+    assert response.headers.getall("Warning") == ['299 - "careful"']
+    assert json_response({"a": 1}).body == b'{"a":1}'

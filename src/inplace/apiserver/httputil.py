@@ -16,6 +16,7 @@ from aiohttp.abc import AbstractStreamWriter
 from aiohttp.payload import Payload
 
 from inplace.apiserver.auth import User
+from inplace.apiserver.cache import PIECE
 from inplace.apiserver.errors import StatusError, bad_request, unsupported_media_type
 from inplace.apiserver.routing import RequestInfo
 
@@ -35,15 +36,18 @@ _PATCH_TYPES = {
 
 
 def json_response(body: Any, *, status: int = 200, warnings: tuple[str, ...] = ()) -> web.Response:
-    """`body` as JSON; each warning becomes a `Warning: 299 - "..."` header, as upstream's."""
-    response = web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+    """`body` as JSON (a large one sent in pieces: `Pieces`); each warning becomes a
+    `Warning: 299 - "..."` header, as upstream's."""
+    encoded = orjson.dumps(body)
+    if len(encoded) > PIECE:
+        view = memoryview(encoded)
+        pieces = Pieces([view[i : i + PIECE] for i in range(0, len(view), PIECE)])
+        response = web.Response(body=pieces, status=status, content_type="application/json")
+    else:
+        response = web.Response(body=encoded, status=status, content_type="application/json")
     for warning in warnings:
         response.headers.add("Warning", f"299 - {orjson.dumps(warning).decode()}")
     return response
-
-
-#: The size of the pieces a large body is sent in (`Pieces`).
-PIECE = 256 * 1024
 
 
 class Pieces(Payload):
@@ -55,7 +59,9 @@ class Pieces(Payload):
     copy of the whole body is made. A LIST of 2,000 pods (4.4 MB) took half as long so.
     """
 
-    def __init__(self, pieces: Sequence[bytes], content_type: str = "application/json") -> None:
+    def __init__(
+        self, pieces: Sequence[bytes | memoryview], content_type: str = "application/json"
+    ) -> None:
         super().__init__(pieces, content_type=content_type)
         self.pieces = pieces
         self._size = sum(len(piece) for piece in pieces)
@@ -87,7 +93,7 @@ class Pieces(Payload):
             content_length -= len(piece)
 
 
-def pieces_response(pieces: Sequence[bytes]) -> web.Response:
+def pieces_response(pieces: Sequence[bytes | memoryview]) -> web.Response:
     """A JSON answer made of `pieces` (see `Pieces`); one piece is sent as it is."""
     if len(pieces) == 1:
         return web.Response(body=pieces[0], content_type="application/json")

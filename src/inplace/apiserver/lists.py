@@ -42,7 +42,7 @@ from inplace.apiserver.httputil import (
 )
 from inplace.apiserver.routing import RequestInfo
 from inplace.registry.kinds import Kind
-from inplace.store import CompactedError, FutureRevisionError, Store
+from inplace.store import CompactedError, Entry, FutureRevisionError, Store
 
 Matcher = Callable[[dict[str, Any]], bool]
 
@@ -218,9 +218,9 @@ class Lists:
         limit = int_param(query, "limit")
         token = query.get("continue")
         rv = query.get("resourceVersion")
-        raws: list[bytes] = []
+        selected: list[Entry] = []
         if token:
-            raws, revision, next_token = await self._continue(kind, info, matches, limit, token)
+            selected, revision, next_token = await self._continue(kind, info, matches, limit, token)
         else:
             if rv and rv != "0":
                 if query.get("resourceVersionMatch") == "Exact":
@@ -252,25 +252,27 @@ class Lists:
             for entry in entries:
                 if matches is not None and not matches(entry.value):
                     continue
-                if limit and len(raws) == limit:
+                if limit and len(selected) == limit:
                     next_token = encode_continue(revision, last_key)
                     break
-                raws.append(entry.raw)
+                selected.append(entry)
                 last_key = entry.key
         meta = {"resourceVersion": str(revision)}
         if next_token:
             meta["continue"] = next_token
         if wants_table(request):
-            objects = [orjson.loads(r) for r in raws]
+            # The printers only read the objects (as for a GET's or a watch's Table): the
+            # cache's own, not a parsed copy of each.
+            objects = [entry.value for entry in selected]
             return json_response(table(kind, objects, request, meta))
-        return pieces_response(list_pieces(kind, meta, join_items(raws)))
+        return pieces_response(list_pieces(kind, meta, join_items([e.raw for e in selected])))
 
     async def _continue(
         self, kind: Kind, info: RequestInfo, matches: Matcher | None, limit: int | None, token: str
-    ) -> tuple[list[bytes], int, str | None]:
+    ) -> tuple[list[Entry], int, str | None]:
         revision, start = decode_continue(token)
         prefix = kind.storage_prefix(info.namespace)
-        raws: list[bytes] = []
+        selected: list[Entry] = []
         last = start
         while True:
             try:
@@ -285,12 +287,12 @@ class Lists:
                 ) from None
             for entry in page.items:
                 if matches is None or matches(entry.value):
-                    if limit and len(raws) == limit:
-                        return raws, revision, encode_continue(revision, last)
-                    raws.append(entry.raw)
+                    if limit and len(selected) == limit:
+                        return selected, revision, encode_continue(revision, last)
+                    selected.append(entry)
                 last = entry.key
             if page.continue_key is None:
-                return raws, revision, None
+                return selected, revision, None
 
     async def _exact(
         self, info: RequestInfo, matches: Matcher | None, revision: int
