@@ -46,3 +46,19 @@ async def test_without_root_the_token_volume_is_skipped_and_others_refused(
         await boxes.prepare(
             pod({"name": "scratch", "emptyDir": {}}), pod_memory_limit=None, env_of={}
         )
+
+
+async def test_a_pods_directory_goes_to_the_trash_and_is_swept(tmp_path: Path) -> None:
+    """The teardown renames the pod's directory aside (its deletion does not wait for the
+    removal); the sweep empties the trash, also what an earlier agent left there."""
+    boxes = sandboxes(tmp_path)
+    layer = boxes.volumes.pod_dir("u-1") / "layers" / "main" / "upper" / "1"
+    layer.mkdir(parents=True)
+    (layer / "file").write_text("x")
+    left = boxes.volumes.trash / "u-0-earlier"
+    left.mkdir(parents=True)
+    await boxes.teardown("u-1")
+    assert not boxes.volumes.pod_dir("u-1").exists()
+    assert boxes._sweep is not None
+    await boxes._sweep
+    assert list(boxes.volumes.trash.iterdir()) == []

@@ -19,7 +19,7 @@ class SlowTool(Spares):
     """Runs a script that makes its mark after a while, in place of the shim's mode."""
 
     def __init__(self, script: Path) -> None:
-        super().__init__(warm=False)
+        super().__init__(keep=0)
         self.script = script
 
     def run(

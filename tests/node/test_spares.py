@@ -25,9 +25,10 @@ async def test_a_spare_runs_the_job_and_the_next_one_waits(tmp_path: Path) -> No
         first = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
         os.close(out_w)
         assert first.wait(timeout=30) == 0 and read_all(out_r) == ""
-        await asyncio.sleep(0.2)  # the replacement is started a little later
-        ready = spares._ready
-        assert ready is not None and ready.popen.poll() is None
+        await asyncio.sleep(0.3)  # the spares are started a little later
+        assert spares.ready == 2
+        ready = spares._ready[0]
+        assert ready.popen.poll() is None
         assert "spare" in psutil.Process(ready.popen.pid).cmdline()
         # the waiting spare takes the next job: a usage error on its stderr, env and cwd set
         err_r, err_w = os.pipe()
@@ -42,7 +43,7 @@ async def test_a_spare_runs_the_job_and_the_next_one_waits(tmp_path: Path) -> No
         assert "{fd0}" not in text  # the descriptor's number in its place
     finally:
         spares.close()
-    assert spares._ready is None
+    assert spares.ready == 0 and ready.popen.poll() is not None
 
 
 async def test_a_dead_spare_is_replaced_for_the_job(tmp_path: Path) -> None:
@@ -50,9 +51,8 @@ async def test_a_dead_spare_is_replaced_for_the_job(tmp_path: Path) -> None:
     try:
         out_r, out_w = os.pipe()
         spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w).wait(timeout=30)
-        await asyncio.sleep(0.2)
-        ready = spares._ready
-        assert ready is not None
+        await asyncio.sleep(0.3)
+        ready = spares._ready[0]
         ready.popen.kill()
         ready.popen.wait()
         job = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
@@ -63,10 +63,11 @@ async def test_a_dead_spare_is_replaced_for_the_job(tmp_path: Path) -> None:
         spares.close()
 
 
-def test_without_warmth_no_spare_is_left_waiting(tmp_path: Path) -> None:
-    spares = Spares(warm=False)
+async def test_without_spares_to_keep_none_is_left_waiting(tmp_path: Path) -> None:
+    spares = Spares(keep=0)
     out_r, out_w = os.pipe()
     job = spares.run(("release", str(tmp_path)), stdout=out_w, stderr=out_w)
     os.close(out_w)
     assert job.wait(timeout=30) == 0 and read_all(out_r) == ""
-    assert spares._ready is None
+    await asyncio.sleep(0.3)
+    assert spares.ready == 0

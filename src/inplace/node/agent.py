@@ -307,6 +307,7 @@ class NodeAgent:
         """Re-adopt the pods of the checkpoints (before any pod is reconciled)."""
         pods = [p for p in self.informer.list() if self.mine(p)]
         await restore(self.ctx, self.lifecycle, self.pause, pods)
+        self.ctx.sandboxes.sweep_later()  # what an agent stopped mid-sweep left
 
     def exec_target(self, namespace: str, name: str, uid: str, container: str) -> ExecTarget:
         """Where ``kubectl exec`` runs: the container's running process and its cgroup

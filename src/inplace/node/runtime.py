@@ -27,8 +27,9 @@ when the workload exited while no agent was running.
 **The workload is in its cgroup before its first instruction.** The shim forks the workload
 at once and reports ``child N``; the child waits for ``go`` on a pipe. The agent puts the
 child's pid in the cgroup (:meth:`CgroupDriver.add_process`, any driver) and only then writes
-``go``; the child then enters its sandbox and execs, so everything the workload allocates is
-charged to the cgroup. If the agent dies before ``go``, the child reads EOF and exits 125
+``go``; the child then becomes the container's user and execs (it joined its sandbox and
+built its root meanwhile: see :func:`inplace.node.shim.supervise._workload`), so everything
+the workload allocates is charged to the cgroup. If the agent dies before ``go``, the child reads EOF and exits 125
 without running anything. Alternatives rejected: ``preexec_fn``
 (unsafe in a process with threads — ``asyncio.to_thread`` pools — and driver-specific), and a
 ``sh -c 'echo $$ > cgroup.procs; exec …'`` trampoline (cgroup-file-specific, racy to report
@@ -184,7 +185,7 @@ class ProcessRuntime:
     def __init__(self, driver: CgroupDriver, spares: Spares | None = None) -> None:
         self._driver = driver
         #: Where shims come from: the node's spare, or (without) one started per container.
-        self._spares = spares if spares is not None else Spares(warm=False)
+        self._spares = spares if spares is not None else Spares(keep=0)
         self._records: dict[tuple[int, float], _Record] = {}
 
     # -- start ---------------------------------------------------------------------------

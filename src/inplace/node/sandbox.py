@@ -134,13 +134,14 @@ class PodSandboxes:
     ) -> None:
         self.config = config
         #: Where the sandbox tool's process comes from (see :mod:`inplace.node.spares`).
-        self.spares = spares if spares is not None else Spares(warm=False)
+        self.spares = spares if spares is not None else Spares(keep=0)
         self.volumes = volumes
         self.enabled = os.geteuid() == 0 if enabled is None else enabled
         self.users: UserDatabase = users or HostUsers()
         self.holder = config.data_dir / "sandboxes"
         self.seccomp_root = config.data_dir / "seccomp"
         self._lock = asyncio.Lock()
+        self._sweep: asyncio.Task[None] | None = None
         self._available = tuple(current_bounding_set())
 
     def pin(self, uid: str) -> str:
@@ -331,6 +332,14 @@ class PodSandboxes:
             await _unmounting(_unpin_all, list(reversed(pins.values())))
         self.volumes.forget_tokens(uid)
         await asyncio.to_thread(self.volumes.teardown, uid)
+        self.sweep_later()
+
+    def sweep_later(self) -> None:
+        """Empty the pod directories' trash in the background (one sweep at a time)."""
+        if self._sweep is None or self._sweep.done():
+            self._sweep = asyncio.create_task(
+                asyncio.to_thread(self.volumes.empty_trash), name="sweep-pod-dirs"
+            )
 
     async def release(self) -> None:
         """Unmount the pins' directory if no pod uses it (the agent stops with no pods)."""

@@ -1,4 +1,4 @@
-"""Spare shims: one started ahead of need, so a container's shim or a pod's sandbox tool
+"""Spare shims: started ahead of need, so a container's shim or a pod's sandbox tool
 starts without waiting for an interpreter (see :mod:`inplace.node.shim.spare`).
 
 :meth:`Spares.run` hands the job to the spare ready (or starts one for it, the first time or
@@ -30,17 +30,25 @@ REPLACE_AFTER = 0.05
 class _Spare:
     popen: subprocess.Popen[bytes]
     sock: socket.socket
+    fresh: bool = True
+    """Started for the job at hand (its failure is the job's), not one that waited."""
 
 
 class Spares:
-    """The node's spare shim (at most one waiting at a time). Not ``warm``, no spare waits:
-    each job starts its own (the same protocol, for runtimes that start a few processes)."""
+    """The node's spare shims: up to ``keep`` waiting (a pod start takes two, its sandbox
+    tool's and its container's shim). With ``keep=0`` none waits: each job starts its own
+    (the same protocol, for runtimes that start a few processes)."""
 
-    def __init__(self, *, warm: bool = True) -> None:
-        self.warm = warm
-        self._ready: _Spare | None = None
+    def __init__(self, *, keep: int = 2) -> None:
+        self.keep = keep
+        self._ready: list[_Spare] = []
         self._replacing: asyncio.TimerHandle | None = None
         self.closed = False
+
+    @property
+    def ready(self) -> int:
+        """How many spares wait now."""
+        return len(self._ready)
 
     def run(
         self,
@@ -58,25 +66,23 @@ class Spares:
         job = json.dumps(
             {"argv": list(argv), "env": dict(env or {}), "cwd": cwd}, separators=(",", ":")
         ).encode()
-        spare, self._ready = self._ready, None
-        for attempt in (spare, None):
-            if attempt is None:
-                attempt = _start()
-            try:
-                socket.send_fds(attempt.sock, [job], [stdout, stderr, *fds])
-            except OSError:  # the spare died (killed, or the machine short of memory)
-                _discard(attempt)
-                if spare is None:
-                    raise
-                spare = None
-                continue
-            attempt.sock.close()
+        try:
+            while True:
+                spare = self._ready.pop(0) if self._ready else _start()
+                try:
+                    socket.send_fds(spare.sock, [job], [stdout, stderr, *fds])
+                except OSError:  # the spare died (killed, or the machine short of memory)
+                    _discard(spare)
+                    if spare.fresh:
+                        raise
+                    continue
+                spare.sock.close()
+                return spare.popen
+        finally:
             self._replace_later()
-            return attempt.popen
-        raise OSError("no spare shim could be started")  # pragma: no cover
 
     def _replace_later(self) -> None:
-        if not self.warm or self.closed or self._replacing is not None:
+        if self.closed or self._replacing is not None or len(self._ready) >= self.keep:
             return
         try:
             loop = asyncio.get_running_loop()
@@ -86,22 +92,24 @@ class Spares:
 
     def _replace(self) -> None:
         self._replacing = None
-        if self.closed or self._ready is not None:
-            return
-        try:
-            self._ready = _start()
-        except OSError as exc:
-            log.warning("could not start a spare shim: %s", exc)
+        while not self.closed and len(self._ready) < self.keep:
+            try:
+                spare = _start()
+            except OSError as exc:
+                log.warning("could not start a spare shim: %s", exc)
+                return
+            spare.fresh = False
+            self._ready.append(spare)
 
     def close(self) -> None:
-        """Stop the spare waiting (it reads the end of its socket and exits)."""
+        """Stop the spares waiting (each reads the end of its socket and exits)."""
         self.closed = True
         if self._replacing is not None:
             self._replacing.cancel()
             self._replacing = None
-        if self._ready is not None:
-            _discard(self._ready)
-            self._ready = None
+        ready, self._ready = self._ready, []
+        for spare in ready:
+            _discard(spare)
 
 
 def _start() -> _Spare:

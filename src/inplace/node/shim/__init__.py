@@ -39,9 +39,13 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 never shadow) to the shim's ``sys.path``."""
 
 BOOTSTRAP = (
-    f"import sys; sys.path.append({PACKAGE_PARENT!r}); "
-    "from shim.main import main; sys.exit(main(sys.argv))"
+    f"import os, sys; sys.path.append({PACKAGE_PARENT!r}); "
+    "from shim.main import main; code = main(sys.argv); "
+    "sys.stdout.flush(); sys.stderr.flush(); os._exit(code)"
 )
+"""The shim's program: its mode, then ``os._exit`` (files are closed by then, the standard
+streams flushed): an interpreter's teardown would add milliseconds to every container's
+exit the agent waits for."""
 
 
 def command(*args: str) -> list[str]:

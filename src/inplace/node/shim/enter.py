@@ -217,6 +217,15 @@ def enter(
     running container's main process) it joins that container's namespaces instead."""
     seccomp = read_seccomp(launch["seccomp"]) if launch.get("seccomp") else None
     join_namespaces(launch, target)
+    return become(launch, env, seccomp)
+
+
+def become(
+    launch: Mapping[str, Any], env: Mapping[str, str], seccomp: bytes | None
+) -> dict[str, str]:
+    """The rest of :func:`enter`, once in the container's namespaces and root: working
+    directory, environment, seccomp filter (``seccomp``, read before the root changed),
+    capabilities, groups and ids, ``no_new_privs``; the environment to ``execve`` with."""
     cwd = launch.get("working_dir") or "/"
     chdir_later = False
     try:

@@ -24,6 +24,7 @@ import asyncio
 import os
 import shutil
 import stat
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,6 +181,8 @@ class VolumeManager:
         tokens: TokenSource | None = None,
     ) -> None:
         self.root = data_dir / "pods"
+        #: Pod directories on their way out (see :meth:`teardown`).
+        self.trash = data_dir / "pods-trash"
         self.objects = objects
         self.claims = claims
         self.tokens = tokens
@@ -304,5 +307,22 @@ class VolumeManager:
             forget(uid)
 
     def teardown(self, uid: str) -> None:
-        """Remove the pod's directory (its disk emptyDirs and written volumes)."""
-        shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+        """Remove the pod's directory (its disk emptyDirs, written volumes and containers'
+        layers): moved into the trash at once (a rename), emptied by :meth:`empty_trash`
+        off the pod's deletion path (a container's layer alone is some hundred directories,
+        ~10 ms to remove)."""
+        source = self.pod_dir(uid)
+        if not source.exists():
+            return
+        self.trash.mkdir(parents=True, exist_ok=True)
+        try:
+            source.rename(self.trash / f"{uid}-{uuid.uuid4().hex[:8]}")
+        except OSError:  # a mount point, another file system: removed where it is
+            shutil.rmtree(source, ignore_errors=True)
+
+    def empty_trash(self) -> None:
+        """Remove what :meth:`teardown` moved aside (also what an agent stopped before it
+        was done left there)."""
+        if self.trash.is_dir():
+            for entry in self.trash.iterdir():
+                shutil.rmtree(entry, ignore_errors=True)
