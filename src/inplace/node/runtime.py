@@ -29,8 +29,8 @@ at once and reports ``child N``; the child waits for ``go`` on a pipe. The agent
 child's pid in the cgroup (:meth:`CgroupDriver.add_process`, any driver) and only then writes
 ``go``; the child then becomes the container's user and execs (it joined its sandbox and
 built its root meanwhile: see :func:`inplace.node.shim.supervise._workload`), so everything
-the workload allocates is charged to the cgroup. If the agent dies before ``go``, the child reads EOF and exits 125
-without running anything. Alternatives rejected: ``preexec_fn``
+the workload allocates is charged to the cgroup. If the agent dies before ``go``, the child
+reads EOF and exits 125 without running anything. Alternatives rejected: ``preexec_fn``
 (unsafe in a process with threads — ``asyncio.to_thread`` pools — and driver-specific), and a
 ``sh -c 'echo $$ > cgroup.procs; exec …'`` trampoline (cgroup-file-specific, racy to report
 errors, and it still leaves no one to record the exit code).
