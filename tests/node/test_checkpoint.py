@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from inplace.node.checkpoint import CheckpointStore, ContainerCheckpoint, PodCheckpoint
+from inplace.node.model import Alloc
 
 
 def test_checkpoint_round_trip_and_removal(tmp_path: Path) -> None:
@@ -18,8 +19,8 @@ def test_checkpoint_round_trip_and_removal(tmp_path: Path) -> None:
         uid="u1",
         namespace="ns",
         name="p",
-        allocated={"main": {"requests": {"cpu": "1"}}},
-        actual={"main": {"requests": {"cpu": "500m"}}},
+        allocated={"main": Alloc({"cpu": "1"})},
+        actual={"main": Alloc({"cpu": "500m"})},
         containers={"main": ContainerCheckpoint(pid=42, start_time=1.5, restart_count=3)},
         initialized=True,
     )

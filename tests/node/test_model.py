@@ -11,9 +11,9 @@ from inplace.node.cgroups.mapping import ContainerSizing
 from inplace.node.model import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
+    Alloc,
     ContainerState,
     admission_check,
-    alloc_of,
     approval_hold,
     arbiter_decided,
     bigger_of,
@@ -27,7 +27,6 @@ from inplace.node.model import (
     pod_phase,
     requests_grow,
     restart_needed,
-    sizing_of,
 )
 
 Mi = 2**20
@@ -41,11 +40,11 @@ def test_alloc_of_defaults_requests_to_limits_and_keeps_cpu_memory_only() -> Non
         "name": "c",
         "resources": {"limits": {"cpu": "500m", "memory": "128Mi", "ephemeral-storage": "1Gi"}},
     }
-    assert alloc_of(container) == {
+    assert Alloc.of(container).to_json() == {
         "requests": {"cpu": "500m", "memory": "128Mi"},
         "limits": {"cpu": "500m", "memory": "128Mi"},
     }
-    assert alloc_of({"name": "c"}) == {}
+    assert Alloc.of({"name": "c"}).to_json() == {} and not Alloc.of({"name": "c"})
 
 
 @pytest.mark.parametrize(
@@ -62,13 +61,17 @@ def test_alloc_of_defaults_requests_to_limits_and_keeps_cpu_memory_only() -> Non
         ),
     ],
 )
-def test_sizing_of(alloc: dict[str, Any], sizing: ContainerSizing) -> None:
-    assert sizing_of(alloc) == sizing
+def test_an_allocation_is_parsed_once_into_numbers(
+    alloc: dict[str, Any], sizing: ContainerSizing
+) -> None:
+    assert Alloc.from_json(alloc).sizing == sizing
+    assert Alloc.from_json(alloc).to_json() == alloc  # the quantities kept as written
 
 
 def test_equal_quantities_in_other_spellings_are_equal_sizes() -> None:
-    assert sizing_of({"requests": {"cpu": "1"}}) == sizing_of({"requests": {"cpu": "1000m"}})
-    assert sizing_of({"limits": {"memory": "1Gi"}}) == sizing_of({"limits": {"memory": str(2**30)}})
+    one, thousand = Alloc({"cpu": "1"}), Alloc({"cpu": "1000m"})
+    assert one.sizing == thousand.sizing and one != thousand  # equal sizes, other quantities
+    assert Alloc(limits={"memory": "1Gi"}).sizing == Alloc(limits={"memory": str(2**30)}).sizing
 
 
 def _pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
@@ -95,7 +98,7 @@ def test_pod_allocated_requests_uses_allocations_and_aggregates_sidecars() -> No
     # init peak: 1000m (+ sidecars started before it: none) vs 100+200+50 = 350m -> 1000m
     assert pod_allocated_requests(pod, allocs)[0] == 1000
     assert pod_allocated_requests(pod, allocs)[1] == 31 * Mi
-    allocs["a"] = {"requests": {"cpu": "900m", "memory": "100Mi"}}
+    allocs["a"] = Alloc({"cpu": "900m", "memory": "100Mi"})
     assert pod_allocated_requests(pod, allocs) == (1150, 121 * Mi)
 
 
@@ -231,10 +234,12 @@ def test_plan_nothing_to_do() -> None:
 
 
 def test_container_and_pod_cgroup_values() -> None:
-    alloc = {
-        "requests": {"cpu": "250m", "memory": "64Mi"},
-        "limits": {"cpu": "500m", "memory": "128Mi"},
-    }
+    alloc = Alloc.from_json(
+        {
+            "requests": {"cpu": "250m", "memory": "64Mi"},
+            "limits": {"cpu": "500m", "memory": "128Mi"},
+        }
+    )
     assert container_cgroup(alloc) == R(256, 50000, 128 * Mi)
     pod = _pod({"name": "a"}, {"name": "b"})
     allocs = {"a": alloc, "b": alloc}
@@ -336,12 +341,12 @@ def test_pod_phase(
 
 def test_container_status_shapes() -> None:
     c = ContainerState("main", image="busybox", state="running", started_at="T1", pid=42)
-    alloc = {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}
+    alloc = Alloc({"cpu": "1"}, {"cpu": "2"})
     out = c.status(allocated=alloc, actual=alloc)
     assert out["state"] == {"running": {"startedAt": "T1"}}
     assert out["ready"] and out["started"] and out["containerID"] == "inplace://42"
     assert out["allocatedResources"] == {"cpu": "1"}
-    assert out["resources"] == alloc
+    assert out["resources"] == {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}
     c.state, c.exit_code, c.reason, c.finished_at = "terminated", 137, "OOMKilled", "T2"
     term = c.status(allocated=None, actual=None)["state"]["terminated"]
     assert term == {
@@ -431,7 +436,7 @@ def test_resize_messages_name_every_container_and_can_show_the_allocation() -> N
             ],
         }
     }
-    allocated = {"app": {"requests": {"cpu": "250m", "memory": "64Mi"}}}
+    allocated = {"app": Alloc({"cpu": "250m", "memory": "64Mi"})}
     assert resize_message("Pod resize error", pod, 3, allocated=allocated, error="a<b") == (
         'Pod resize error: {"initContainers":[{"name":"setup","resources":{}}],'
         '"containers":[{"name":"app","resources":{"requests":{"cpu":"250m",'
@@ -457,7 +462,8 @@ def test_resize_messages_name_every_container_and_can_show_the_allocation() -> N
 def test_requests_grow_decides_whether_approval_is_needed(
     allocated: dict[str, dict[str, str]], desired: dict[str, dict[str, str]], grows: bool
 ) -> None:
-    assert requests_grow({"main": allocated}, {"main": desired}) is grows
+    grown = {"main": Alloc.from_json(desired)}
+    assert requests_grow({"main": Alloc.from_json(allocated)}, grown) is grows
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from inplace.client import EVENTS, NODES, PODS, Client, ClusterConfig
 from inplace.node.agent import AgentConfig, NodeAgent
 from inplace.node.cgroups import CgroupDriver, NoneDriver, V1Driver, V2Driver
 from inplace.node.cgroups.base import Mount, read_mountinfo
+from inplace.node.model import Alloc
 from inplace.node.pause import next_step
 from tests.conftest import InProcessServer, reap_mounts
 from tests.node.conftest import V1_SKIP_REASON, v1_available
@@ -337,7 +338,7 @@ def _pod(annotations: dict[str, str], limit: str, *conditions: dict[str, Any]) -
     }
 
 
-HELD = {"main": {"limits": {"memory": "100Mi"}}}
+HELD = {"main": Alloc(limits={"memory": "100Mi"})}
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ async def test_an_approved_resize_is_allocated_written_to_cgroups_and_reported(
         cluster.put(_approve(_resized(cluster, key, cpu="500m", memory="128Mi", generation=2), 2))
         assert await agent.reconcile(key) is None
 
-        assert w.allocated["main"]["requests"] == {"cpu": "500m", "memory": "128Mi"}
+        assert w.allocated["main"].requests == {"cpu": "500m", "memory": "128Mi"}
         cg = agent.driver.read(agent.ctx.paths.container(w.uid, "main"))
         assert (cg.cpu_quota_us, cg.memory_limit_bytes) == (50_000, 128 << 20)
         assert w.containers["main"].pid == pid  # in place: no restart
@@ -69,7 +69,7 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
         cluster.put(_resized(cluster, key, cpu="100", memory="64Mi", generation=2))
         held = await agent.reconcile(key)
         assert held is not None and 0 < held <= agent.config.approval_hold
-        assert w.allocated["main"]["requests"]["cpu"] == "250m"  # not approved: untouched
+        assert w.allocated["main"].requests["cpu"] == "250m"  # not approved: untouched
         # Only the generation is news: held for the approval to come with it.
         assert cluster.status_patches[patches:] == []
         agent.config.approval_hold = 0.0  # the hold is over: the retry writes
@@ -89,7 +89,7 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
 
         cluster.put(_approve(copy.deepcopy(cluster.pods[key]), 2))
         assert await agent.reconcile(key) is None  # Infeasible: no retry
-        assert w.allocated["main"]["requests"]["cpu"] == "250m"
+        assert w.allocated["main"].requests["cpu"] == "250m"
         pending = cluster.condition(key, "PodResizePending")
         assert pending is not None
         assert (pending["reason"], pending["observedGeneration"]) == ("Infeasible", 2)
@@ -161,7 +161,7 @@ async def test_a_shrink_needs_no_approval(tmp_path: Path) -> None:
         assert w is not None
         cluster.put(_resized(cluster, key, cpu="250m", memory="64Mi", generation=2))
         await agent.reconcile(key)
-        assert w.allocated["main"]["requests"] == {"cpu": "250m", "memory": "64Mi"}
+        assert w.allocated["main"].requests == {"cpu": "250m", "memory": "64Mi"}
         assert agent.ledger.used() == (250, 64 << 20)
 
 

@@ -124,7 +124,7 @@ async def test_a_resize_larger_than_the_node_is_deferred_and_reported_once(
                 "Pod resize OutOfcpu: " + _summary("3", "64Mi", 2, message),
             )
         ]
-        assert w.allocated["main"]["requests"]["cpu"] == "250m"
+        assert w.allocated["main"].requests["cpu"] == "250m"
         assert agent.ledger.deferred_order() == [key]
 
         # Looked at again with nothing new: no second event (SetPodResizePendingCondition

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .model import Alloc, allocs_from_json, allocs_to_json
+
 __all__ = ["CheckpointStore", "ContainerCheckpoint", "PodCheckpoint"]
 
 
@@ -43,9 +45,9 @@ class PodCheckpoint:
     uid: str
     namespace: str
     name: str
-    allocated: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
-    """Container name → :data:`inplace.node.model.Alloc`."""
-    actual: dict[str, dict[str, dict[str, str]]] | None = None
+    allocated: dict[str, Alloc] = field(default_factory=dict)
+    """Container name → what the agent admitted for it."""
+    actual: dict[str, Alloc] | None = None
     """What the cgroups were last made to hold, where it differs from ``allocated`` (a resize
     the kernel refused): the next agent retries it instead of assuming it applied."""
     containers: dict[str, ContainerCheckpoint] = field(default_factory=dict)
@@ -53,7 +55,10 @@ class PodCheckpoint:
     start_time: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)  # the allocations' numbers are derived: only their quantities go
+        out["allocated"] = allocs_to_json(self.allocated)
+        out["actual"] = None if self.actual is None else allocs_to_json(self.actual)
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> PodCheckpoint:
@@ -65,8 +70,8 @@ class PodCheckpoint:
             uid=raw["uid"],
             namespace=raw["namespace"],
             name=raw["name"],
-            allocated=raw.get("allocated") or {},
-            actual=raw.get("actual"),
+            allocated=allocs_from_json(raw.get("allocated")),
+            actual=None if raw.get("actual") is None else allocs_from_json(raw.get("actual")),
             containers=containers,
             initialized=bool(raw.get("initialized")),
             start_time=raw.get("start_time"),

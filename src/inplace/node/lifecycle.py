@@ -31,7 +31,7 @@ from .cgroups.base import CgroupError, CgroupResources
 from .context import NodeContext
 from .env import container_env, expand_command, runtime_env
 from .ledger import Ledger
-from .model import bigger_of, container_cgroup, crash_backoff, pod_cgroup, rfc3339
+from .model import NO_ALLOC, bigger_of, container_cgroup, crash_backoff, pod_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
 from .runtime import ProcessSpec, ProcessStartError, RunningProcess
 from .sandbox import SandboxError
@@ -321,7 +321,7 @@ class Lifecycle:
                     "no command specified: inplace runs host processes and does not pull images"
                 )
             async with w.cg_lock:
-                alloc = w.allocated.get(name, {})
+                alloc = w.allocated.get(name, NO_ALLOC)
                 await asyncio.to_thread(self._pod_cgroup_holds_allocation, w)
                 await asyncio.to_thread(self._ensure_cgroup, path, container_cgroup(alloc))
                 # What a container's cgroup holds before it starts is no container of ours: a
@@ -482,6 +482,6 @@ def _with_allocated(w: PodWorker) -> dict[str, Any]:
         containers = []
         for c in spec.get(key) or ():
             alloc = w.allocated.get(c["name"])
-            containers.append({**c, "resources": alloc} if alloc is not None else c)
+            containers.append({**c, "resources": alloc.to_json()} if alloc is not None else c)
         spec[key] = containers
     return {**w.pod, "spec": spec}

@@ -34,13 +34,15 @@ __all__ = [
     "BACKOFF_INITIAL",
     "BACKOFF_MAX",
     "BACKOFF_RESET_AFTER",
+    "NO_ALLOC",
     "Alloc",
     "CgroupWrite",
     "ContainerState",
     "FitResult",
     "PendingResize",
     "admission_check",
-    "alloc_of",
+    "allocs_from_json",
+    "allocs_to_json",
     "approval_hold",
     "arbiter_decided",
     "crash_backoff",
@@ -53,7 +55,6 @@ __all__ = [
     "restart_needed",
     "retry_order",
     "rfc3339",
-    "sizing_of",
 ]
 
 BACKOFF_INITIAL: Final = 10.0
@@ -66,44 +67,78 @@ BACKOFF_RESET_AFTER: Final = 600.0
 
 RESOURCE_NAMES: Final = ("cpu", "memory")
 
-Alloc = dict[str, dict[str, str]]
-"""One container's resources as the API writes them, cpu and memory only:
-``{"requests": {"cpu": "250m"}, "limits": {"memory": "128Mi"}}``."""
+
+@dataclass(frozen=True)
+class Alloc:
+    """One container's cpu and memory, parsed once where it enters the agent (the pod's
+    spec, a checkpoint): the quantities as the API wrote them (``requests`` and ``limits``,
+    what the status and checkpoints carry, byte for byte) and the same as numbers
+    (``sizing``: milli-CPU, bytes), which every comparison, fit and cgroup value reads."""
+
+    requests: Mapping[str, str] = field(default_factory=dict)
+    limits: Mapping[str, str] = field(default_factory=dict)
+    sizing: ContainerSizing = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        sizing = ContainerSizing(
+            requests_cpu_milli=read_quantity(self.requests.get("cpu"), milli=True),
+            limits_cpu_milli=read_quantity(self.limits.get("cpu"), milli=True),
+            requests_memory=read_quantity(self.requests.get("memory")),
+            limits_memory=read_quantity(self.limits.get("memory")),
+        )
+        object.__setattr__(self, "sizing", sizing)
+
+    def __bool__(self) -> bool:
+        return bool(self.requests or self.limits)
+
+    @classmethod
+    def of(cls, container: Mapping[str, Any]) -> Alloc:
+        """A container's cpu/memory requests (defaulted to limits, as API defaulting does)
+        and limits."""
+        requests = container_requests(container)
+        limits = container_limits(container)
+        return cls(
+            {k: str(v) for k, v in requests.items() if k in RESOURCE_NAMES},
+            {k: str(v) for k, v in limits.items() if k in RESOURCE_NAMES},
+        )
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any] | None) -> Alloc:
+        """From the API's shape (``{"requests": {"cpu": "250m"}, "limits": {...}}``)."""
+        raw = raw or {}
+        return cls(dict(raw.get("requests") or {}), dict(raw.get("limits") or {}))
+
+    def to_json(self) -> dict[str, dict[str, str]]:
+        """The API's shape, empty parts left out."""
+        out: dict[str, dict[str, str]] = {}
+        if self.requests:
+            out["requests"] = dict(self.requests)
+        if self.limits:
+            out["limits"] = dict(self.limits)
+        return out
+
+
+NO_ALLOC: Final = Alloc()
+"""A container with no cpu or memory set."""
+
+
+def allocs_from_json(raw: Mapping[str, Any] | None) -> dict[str, Alloc]:
+    """Container name → :class:`Alloc`, from a checkpoint's JSON."""
+    return {name: Alloc.from_json(value) for name, value in (raw or {}).items()}
+
+
+def allocs_to_json(allocs: Mapping[str, Alloc]) -> dict[str, dict[str, dict[str, str]]]:
+    return {name: alloc.to_json() for name, alloc in allocs.items()}
 
 
 # -- sizes -----------------------------------------------------------------------------------
 
 
-def alloc_of(container: Mapping[str, Any]) -> Alloc:
-    """A container's cpu/memory requests (defaulted to limits, as API defaulting does) and
-    limits, as quantity strings."""
-    out: Alloc = {}
-    requests = {k: str(v) for k, v in container_requests(container).items() if k in RESOURCE_NAMES}
-    limits = {k: str(v) for k, v in container_limits(container).items() if k in RESOURCE_NAMES}
-    if requests:
-        out["requests"] = requests
-    if limits:
-        out["limits"] = limits
-    return out
-
-
-def sizing_of(alloc: Mapping[str, Mapping[str, str]]) -> ContainerSizing:
-    """Integer view of an :data:`Alloc` (milli-CPU, bytes), for comparing and for cgroups."""
-    req = alloc.get("requests") or {}
-    lim = alloc.get("limits") or {}
-    return ContainerSizing(
-        requests_cpu_milli=read_quantity(req.get("cpu"), milli=True),
-        limits_cpu_milli=read_quantity(lim.get("cpu"), milli=True),
-        requests_memory=read_quantity(req.get("memory")),
-        limits_memory=read_quantity(lim.get("memory")),
-    )
-
-
 def requests_grow(allocated: Mapping[str, Alloc], desired: Mapping[str, Alloc]) -> bool:
     """Whether any container's effective CPU or memory request would increase."""
     for name, want in desired.items():
-        have = sizing_of(allocated.get(name, {}))
-        new = sizing_of(want)
+        have = allocated.get(name, NO_ALLOC).sizing
+        new = want.sizing
         if (
             new.effective_requests_cpu > have.effective_requests_cpu
             or new.effective_requests_memory > have.effective_requests_memory
@@ -117,7 +152,7 @@ def desired_allocs(pod: Mapping[str, Any]) -> dict[str, Alloc]:
     spec = pod.get("spec") or {}
     out: dict[str, Alloc] = {}
     for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
-        out[c["name"]] = alloc_of(c)
+        out[c["name"]] = Alloc.of(c)
     return out
 
 
@@ -129,7 +164,7 @@ def _with_allocs(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> dict[st
         for c in spec.get(key) or ():
             c2 = dict(c)
             if c["name"] in allocs:
-                c2["resources"] = allocs[c["name"]]
+                c2["resources"] = allocs[c["name"]].to_json()
             items.append(c2)
         spec[key] = items
     return {"metadata": pod.get("metadata") or {}, "spec": spec}
@@ -305,17 +340,17 @@ def plan_resize(
     return writes
 
 
-def container_cgroup(alloc: Mapping[str, Mapping[str, str]]) -> CgroupResources:
+def container_cgroup(alloc: Alloc) -> CgroupResources:
     """A container cgroup's values for an allocation (kubelet's mapping)."""
-    s = sizing_of(alloc)
+    s = alloc.sizing
     return container_resources(s.requests_cpu_milli, s.limits_cpu_milli, s.limits_memory)
 
 
 def pod_cgroup(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> CgroupResources:
     """The pod cgroup's values for the allocations of its containers."""
     spec = pod.get("spec") or {}
-    app = [sizing_of(allocs.get(c["name"], {})) for c in spec.get("containers") or ()]
-    init = [sizing_of(allocs.get(c["name"], {})) for c in spec.get("initContainers") or ()]
+    app = [allocs.get(c["name"], NO_ALLOC).sizing for c in spec.get("containers") or ()]
+    init = [allocs.get(c["name"], NO_ALLOC).sizing for c in spec.get("initContainers") or ()]
     return pod_resources(app, init_containers=init)
 
 
@@ -333,9 +368,7 @@ def _resource_list(values: Any) -> dict[str, Any]:
     return {name: _canonical(values[name]) for name in sorted(values)}
 
 
-def _requirements(
-    resources: Mapping[str, Any] | None, alloc: Mapping[str, Mapping[str, str]] | None
-) -> dict[str, Any]:
+def _requirements(resources: Mapping[str, Any] | None, alloc: Alloc | None) -> dict[str, Any]:
     """A container's ``resources`` as Go marshals ``v1.ResourceRequirements`` (``limits``,
     ``requests``, ``claims``, empty ones left out); with ``alloc``, its cpu and memory are
     the allocated ones (upstream's allocated pod: the spec with the checkpointed resources)."""
@@ -346,7 +379,7 @@ def _requirements(
         if alloc is not None:
             for name in RESOURCE_NAMES:
                 values.pop(name, None)
-            values.update((alloc.get(key) or {}).items())
+            values.update((alloc.requests if key == "requests" else alloc.limits).items())
         listed = _resource_list(values)
         if listed:
             out[key] = listed
@@ -548,12 +581,12 @@ class ContainerState:
         }
         if self.pid:
             out["containerID"] = f"inplace://{self.pid}"
-        if allocated is not None and allocated.get("requests"):
-            out["allocatedResources"] = dict(allocated["requests"])
+        if allocated is not None and allocated.requests:
+            out["allocatedResources"] = dict(allocated.requests)
         if actual is not None and (actual or running):
             # A running container always reports its resources, if none ({}): upstream's API
             # server refuses to resize a pod whose running containers report none.
-            out["resources"] = {k: dict(v) for k, v in actual.items()}
+            out["resources"] = actual.to_json()
         return out
 
 

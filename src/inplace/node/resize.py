@@ -27,6 +27,7 @@ from .cgroups.mapping import ContainerSizing
 from .context import NodeContext
 from .ledger import Ledger
 from .model import (
+    NO_ALLOC,
     Alloc,
     CgroupWrite,
     FitResult,
@@ -39,7 +40,6 @@ from .model import (
     requests_grow,
     resize_message,
     restart_needed,
-    sizing_of,
 )
 from .worker import TERMINAL, PodWorker, pod_annotation
 
@@ -140,7 +140,7 @@ class Resizer:
             return step
         new_allocs = dict(w.allocated)
         for n in changed:
-            new_allocs[n] = desired.get(n, {})
+            new_allocs[n] = desired.get(n, NO_ALLOC)
         request = pod_allocated_requests(w.pod, new_allocs)
         allocatable = self.ledger.allocatable()
         fit = fits_allocatable(request, self.ledger.used(exclude=w.uid), allocatable)
@@ -192,7 +192,7 @@ class Resizer:
         for n in sizes.names:
             # A running container now runs at its allocation; one not running (waiting in
             # back-off, say) will start with it, and upstream reports that as its resources.
-            w.actual[n] = w.allocated.get(n, {})
+            w.actual[n] = w.allocated.get(n, NO_ALLOC)
         if sizes.memory_raised() and self.on_memory_raised is not None:
             self.on_memory_raised(w)
         self.ctx.save(w)
@@ -395,9 +395,9 @@ class _Sizes:
         names = w.resizable()
         return cls(
             names,
-            {n: sizing_of(desired.get(n, {})) for n in names},
-            {n: sizing_of(w.allocated.get(n, {})) for n in names},
-            {n: sizing_of(w.actual.get(n, {})) for n in names},
+            {n: desired.get(n, NO_ALLOC).sizing for n in names},
+            {n: w.allocated.get(n, NO_ALLOC).sizing for n in names},
+            {n: w.actual.get(n, NO_ALLOC).sizing for n in names},
         )
 
     def changed(self) -> list[str]:

@@ -20,7 +20,7 @@ from .cgroups.base import CgroupError
 from .checkpoint import PodCheckpoint
 from .context import NodeContext
 from .lifecycle import Lifecycle
-from .model import container_cgroup, rfc3339
+from .model import NO_ALLOC, container_cgroup, rfc3339
 from .pause import MemoryPause, wants_memory_pause
 from .worker import PodWorker, pod_meta
 
@@ -79,7 +79,7 @@ def _apply_checkpoint(
         path = ctx.paths.container(w.uid, name)
         if not ctx.driver.enforces_limits:  # none: membership is in memory
             with contextlib.suppress(CgroupError, OSError):
-                ctx.driver.create(path, container_cgroup(w.allocated.get(name, {})))
+                ctx.driver.create(path, container_cgroup(w.allocated.get(name, NO_ALLOC)))
                 ctx.driver.add_process(path, proc.pid)
         w.procs[name] = proc
         if wants_memory_pause(w):

@@ -34,7 +34,7 @@ from inplace.api.timestamps import rfc3339
 from ..cgroups.none import NoneDriver
 from ..cgroups.v2 import V2Driver
 from ..context import NodeContext
-from ..model import Alloc, desired_allocs, sizing_of
+from ..model import NO_ALLOC, Alloc, desired_allocs
 from ..worker import PodWorker, pod_annotation
 from .base import PauseMechanism, Unavailable, Wake
 from .userspace import SigstopPause
@@ -217,9 +217,9 @@ def next_step(pod: Mapping[str, Any], paused: list[str], allocated: Mapping[str,
     if _condition(pod, "PodResizeInProgress") is not None:
         return "the resize that raises the limit is in progress"
     desired = desired_allocs(pod)
-    wanted = {n: sizing_of(desired.get(n, {})).limits_memory for n in paused}
+    wanted = {n: desired.get(n, NO_ALLOC).sizing.limits_memory for n in paused}
     for name in paused:
-        held = sizing_of(allocated.get(name, {})).limits_memory
+        held = allocated.get(name, NO_ALLOC).sizing.limits_memory
         asked = wanted[name]
         if asked is not None and held is not None and asked > held:
             return "a resize that raises the limit was asked for"
