@@ -23,7 +23,7 @@ from typing import Any
 from inplace.api.memorypause import paused_containers as paused_names
 from inplace.api.memorypause import paused_since
 from inplace.api.objects import get_path
-from inplace.api.quantity import Quantity, QuantityError
+from inplace.api.quantity import read_quantity
 from inplace.api.resources import CPU, MEMORY
 from inplace.api.timestamps import parse_rfc3339
 from inplace.api.vpa_policy import actual_requests_and_limits
@@ -59,15 +59,6 @@ def _time(raw: Any) -> float | None:
         return None
 
 
-def _quantity(raw: Any) -> Quantity | None:
-    if raw is None:
-        return None
-    try:
-        return Quantity.parse(raw)
-    except QuantityError:
-        return None
-
-
 def usage_samples(metrics: Mapping[str, Any]) -> list[Sample]:
     """One sample per container of a PodMetrics object (none without a time stamp)."""
     at = _time(metrics.get("timestamp"))
@@ -78,15 +69,8 @@ def usage_samples(metrics: Mapping[str, Any]) -> list[Sample]:
         if not isinstance(container, Mapping) or not container.get("name"):
             continue
         usage = container.get("usage") or {}
-        cpu, memory = _quantity(usage.get(CPU)), _quantity(usage.get(MEMORY))
-        out.append(
-            Sample(
-                str(container["name"]),
-                at,
-                None if cpu is None else cpu.milli_value(),
-                None if memory is None else memory.value(),
-            )
-        )
+        cpu = read_quantity(usage.get(CPU), milli=True)
+        out.append(Sample(str(container["name"]), at, cpu, read_quantity(usage.get(MEMORY))))
     return out
 
 
