@@ -398,8 +398,8 @@ def _locate(key: str) -> tuple[tuple[str, str], str] | None:
 
 
 class CachedObjects:
-    """The stored objects, read from the watch cache, for strategies' admission steps; a kind
-    the registry does not serve has no objects."""
+    """The stored objects, read from the watch cache, for strategies' admission steps and the
+    webhook client's service resolver; a kind the registry does not serve has no objects."""
 
     def __init__(self, cache: WatchCache, registry: Registry) -> None:
         self._cache = cache
@@ -417,3 +417,8 @@ class CachedObjects:
     def list(self, group: str, kind: str) -> Iterable[Mapping[str, Any]]:
         served = self._registry.by_kind(group, kind)
         return self._cache.iter_values(served) if served is not None else ()
+
+    def list_in(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
+        """The objects of one namespace (the webhook client's service resolver)."""
+        served = self._registry.by_kind(group, kind)
+        return self._cache.iter_values(served, namespace) if served is not None else ()

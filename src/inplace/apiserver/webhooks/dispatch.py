@@ -19,12 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from inplace.apiserver.admission import AdmissionRequest
-from inplace.apiserver.cache import WatchCache
+from inplace.apiserver.cache import CachedObjects, WatchCache
 from inplace.apiserver.webhooks.client import WebhookClient
 from inplace.apiserver.webhooks.matching import (
     ADMISSION_GROUP,
@@ -76,27 +76,6 @@ class _Call:
     @property
     def name(self) -> str:
         return str(self.hook.get("name", ""))
-
-
-class _CacheObjects:
-    """Services, Endpoints and pods for the service resolver, from the watch cache."""
-
-    def __init__(self, cache: WatchCache, registry: Registry) -> None:
-        self._cache = cache
-        self._registry = registry
-
-    def get(
-        self, group: str, kind: str, name: str, namespace: str | None = None
-    ) -> Mapping[str, Any] | None:
-        served = self._registry.by_kind(group, kind)
-        if served is None:
-            return None
-        entry = self._cache.get(served, served.storage_key(name, namespace), namespace)
-        return entry.value if entry is not None else None
-
-    def list_in(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
-        served = self._registry.by_kind(group, kind)
-        return self._cache.iter_values(served, namespace) if served is not None else ()
 
 
 #: What a webhook on ``<resource>/scale`` is sent: the Scale, as upstream's.
@@ -188,7 +167,7 @@ class WebhookAdmission:
         self._mutating = registry.by_kind(ADMISSION_GROUP, "MutatingWebhookConfiguration")
         self._validating = registry.by_kind(ADMISSION_GROUP, "ValidatingWebhookConfiguration")
         self._namespaces = registry.by_kind("", "Namespace")
-        self.client = WebhookClient(_CacheObjects(cache, registry))
+        self.client = WebhookClient(CachedObjects(cache, registry))
         self.policies = AdmissionPolicies(cache, registry)
 
     async def close(self) -> None:
