@@ -63,9 +63,16 @@ def sleeper(i: int) -> dict[str, Any]:
 
 
 def is_shim(process: psutil.Process) -> bool:
-    """The agent's per-container supervisor: ``python -I -S -c <shim source> ...``."""
+    """The node's shim program (``python -I -S -c <bootstrap> MODE ...``): a container's
+    supervisor, its PID 1 (forked from it), or a spare waiting for a job."""
     argv = process.cmdline()
     return len(argv) > 3 and argv[1:4] == ["-I", "-S", "-c"]
+
+
+def is_waiting_spare(process: psutil.Process) -> bool:
+    """A spare shim given no job yet: the node's, not a container's (a job renames it)."""
+    argv = process.cmdline()
+    return len(argv) > 5 and argv[5] == "spare" and not process.name().startswith("inplace-")
 
 
 def measure(components: dict[str, int], agent: int) -> dict[str, dict[str, float]]:
@@ -82,20 +89,31 @@ def measure(components: dict[str, int], agent: int) -> dict[str, dict[str, float
     figures = {name: one(psutil.Process(pid)) for name, pid in components.items()}
     root = psutil.Process(agent)
     figures["node agent"] = one(root)
-    shims = [p for p in root.children(recursive=True) if is_shim(p)]
-    total = {"rss": 0.0, "pss": 0.0, "count": float(len(shims))}
-    for shim in shims:
-        with_shim = one(shim)
-        total["rss"] += with_shim["rss"]
-        total["pss"] += with_shim["pss"]
-    figures["shims"] = total
+    programs = [p for p in root.children(recursive=True) if is_shim(p)]
+    spares = [p for p in programs if is_waiting_spare(p)]
+    working = [p for p in programs if p not in spares]
+    # A container's processes: its supervisor (the agent's child) and the supervisor's
+    # children (the container's PID 1); counted per supervisor.
+    supervisors = [p for p in working if p.ppid() == agent]
+    figures["shims"] = _summed(working, one, len(supervisors))
+    figures["spare shims"] = _summed(spares, one, len(spares))
     return figures
+
+
+def _summed(processes: list[psutil.Process], one: Any, count: int) -> dict[str, float]:
+    total = {"rss": 0.0, "pss": 0.0, "count": float(count)}
+    for process in processes:
+        figures = one(process)
+        total["rss"] += figures["rss"]
+        total["pss"] += figures["pss"]
+    return total
 
 
 def show(name: str, when: str, figures: dict[str, dict[str, float]]) -> None:
     print(f"  {name}, {when}:", flush=True)
     for proc, f in figures.items():
-        count = f" ({int(f['count'])} processes)" if "count" in f else ""
+        unit = "containers" if proc == "shims" else "processes"
+        count = f" ({int(f['count'])} {unit})" if "count" in f else ""
         print(f"    {proc:<28} RSS {f['rss']:7.1f} MiB   PSS {f['pss']:7.1f} MiB{count}")
     plane = control_plane(figures)
     total = "control plane, total"
@@ -103,13 +121,14 @@ def show(name: str, when: str, figures: dict[str, dict[str, float]]) -> None:
 
 
 def control_plane(figures: dict[str, dict[str, float]]) -> dict[str, float]:
-    parts = [f for proc, f in figures.items() if proc not in ("node agent", "shims")]
+    parts = [f for proc, f in figures.items() if proc not in ("node agent", "shims", "spare shims")]
     return {key: sum(f[key] for f in parts) for key in ("rss", "pss")}
 
 
 def figures(side: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
     """One side's figures for ``bench/run.py`` (MiB; a shim's PSS is the mean over the
-    shims of the running pods)."""
+    running containers of their supervisor and its PID 1 together; the node's spares waiting
+    for a job are apart)."""
     shims = side["pods"]["shims"]
     return {
         "control_plane_pss_idle": control_plane(side["idle"])["pss"],
@@ -119,6 +138,7 @@ def figures(side: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
         "shim_pss": shims["pss"] / shims["count"] if shims["count"] else float("nan"),
         "shim_rss": shims["rss"] / shims["count"] if shims["count"] else float("nan"),
         "shims": shims["count"],
+        "spare_shims_pss": side["pods"]["spare shims"]["pss"],
     }
 
 
