@@ -35,7 +35,7 @@ Mi = 2**20
 # -- sizes -----------------------------------------------------------------------------------
 
 
-def test_alloc_of_defaults_requests_to_limits_and_keeps_cpu_memory_only() -> None:
+def test_a_containers_allocation_defaults_requests_to_limits_and_keeps_cpu_memory_only() -> None:
     container = {
         "name": "c",
         "resources": {"limits": {"cpu": "500m", "memory": "128Mi", "ephemeral-storage": "1Gi"}},
