@@ -70,9 +70,14 @@ def is_shim(process: psutil.Process) -> bool:
 
 
 def is_waiting_spare(process: psutil.Process) -> bool:
-    """A spare shim given no job yet: the node's, not a container's (a job renames it)."""
+    """A spare shim given no job yet, or the shim zygote: the node's, not a container's (a
+    job renames the process that runs it)."""
     argv = process.cmdline()
-    return len(argv) > 5 and argv[5] == "spare" and not process.name().startswith("inplace-")
+    return (
+        len(argv) > 5
+        and argv[5] in ("spare", "zygote")
+        and not process.name().startswith("inplace-")
+    )
 
 
 def measure(components: dict[str, int], agent: int) -> dict[str, dict[str, float]]:
@@ -92,11 +97,12 @@ def measure(components: dict[str, int], agent: int) -> dict[str, dict[str, float
     programs = [p for p in root.children(recursive=True) if is_shim(p)]
     spares = [p for p in programs if is_waiting_spare(p)]
     working = [p for p in programs if p not in spares]
-    # A container's processes: its supervisor (the agent's child) and the supervisor's
-    # children (the container's PID 1); counted per supervisor.
-    supervisors = [p for p in working if p.ppid() == agent]
+    # A container's processes: its supervisor (the agent's child, or the zygote's) and the
+    # supervisor's children (the container's PID 1); counted per supervisor.
+    node_level = {agent, *(p.pid for p in spares)}
+    supervisors = [p for p in working if p.ppid() in node_level]
     figures["shims"] = _summed(working, one, len(supervisors))
-    figures["spare shims"] = _summed(spares, one, len(spares))
+    figures["spare shims"] = _summed(spares, one, len(spares))  # and the zygote
     return figures
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from inplace.node.spares import Spares
+from inplace.node.spares import Spares, Zygote
 
 
 def read_all(fd: int) -> str:
@@ -71,3 +71,30 @@ async def test_without_spares_to_keep_none_is_left_waiting(tmp_path: Path) -> No
     assert job.wait(timeout=30) == 0 and read_all(out_r) == ""
     await asyncio.sleep(0.3)
     assert spares.ready == 0
+
+
+def test_the_zygote_forks_shims_that_outlive_it(tmp_path: Path) -> None:
+    """A shim forked by the zygote runs its job with the descriptors passed, is not the
+    agent's child (it is waited for through a pidfd), and goes on when the zygote ends; a
+    zygote found gone is started again for the next job."""
+    zygote = Zygote()
+    try:
+        out_r, out_w = os.pipe()
+        shim = zygote.fork(("bogus",), stdout=out_w, stderr=out_w)
+        os.close(out_w)
+        assert psutil.Process(shim.pid).ppid() != os.getpid()
+        shim.wait(timeout=30)
+        assert "usage: shim" in read_all(out_r)
+        long = zygote.fork(("exec", "-", "sleep", "30"), stdout=1, stderr=2)
+        first = zygote._running
+        assert first is not None
+        first.popen.kill()
+        first.popen.wait()
+        assert psutil.Process(long.pid).is_running()  # the zygote gone, its shim goes on
+        again = zygote.fork(("release", str(tmp_path)), stdout=1, stderr=2)
+        again.wait(timeout=30)
+        assert zygote._running is not None and zygote._running is not first
+        os.kill(long.pid, 9)
+        long.wait(timeout=30)
+    finally:
+        zygote.close()

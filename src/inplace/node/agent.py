@@ -67,7 +67,7 @@ from .resize import Resizer
 from .restore import restore
 from .runtime import ProcessRuntime
 from .sandbox import NoSandboxes, PodSandboxes, SandboxError
-from .spares import Spares
+from .spares import Spares, Zygote
 from .stats import ContainerRef, StatsServer, UsageSampler, endpoint_ssl_context
 from .status import StatusWriter
 from .streaming import StreamingServer, TargetError
@@ -152,12 +152,16 @@ class NodeAgent:
             node_cpu_milli=config.cpu_milli,
             tokens=self.tokens,
         )
-        #: The node's spare shim: a container's shim and a pod's sandbox tool start warm.
-        self.spares = Spares()
+        #: The node's spare shim (a pod's sandbox tool starts warm) and its shim zygote (a
+        #: container's shim is forked from it: warm, and sharing its pages).
+        self.spares = Spares(keep=1)
+        self.zygote = Zygote()
         self.ctx = NodeContext(
             config=config,
             driver=driver,
-            runtime=runtime if runtime is not None else ProcessRuntime(driver, self.spares),
+            runtime=runtime
+            if runtime is not None
+            else ProcessRuntime(driver, self.spares, self.zygote),
             actions=actions if actions is not None else self._client_actions,
             checkpoints=CheckpointStore(config.data_dir / "checkpoints"),
             queue=WorkQueue(name=f"node-{config.node_name}"),
@@ -267,6 +271,7 @@ class NodeAgent:
                 task.cancel()
             self.pause.close()
             self.spares.close()
+            self.zygote.close()
             await self._client_actions.close()
             await self.objects.close()
             self.tokens.close()

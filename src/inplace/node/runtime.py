@@ -71,7 +71,10 @@ import psutil
 
 from . import shim
 from .cgroups.base import CgroupDriver, CgroupError
-from .spares import Spares
+from .spares import ForkedShim, Spares, Zygote
+
+Shim = subprocess.Popen[bytes] | ForkedShim
+"""A container's shim process: the agent's child, or forked by its zygote."""
 
 __all__ = [
     "EXIT_SUFFIX",
@@ -163,7 +166,7 @@ class _Record:
     shim_start_time: float | None = None
     cgroup_path: str | None = None
     oom_kills_at_start: int | None = None
-    popen: subprocess.Popen[bytes] | None = None
+    popen: Shim | None = None
     result: ExitStatus | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -182,10 +185,14 @@ class _Record:
 class ProcessRuntime:
     """Starts, waits for, stops and re-adopts workload processes (see the module docstring)."""
 
-    def __init__(self, driver: CgroupDriver, spares: Spares | None = None) -> None:
+    def __init__(
+        self, driver: CgroupDriver, spares: Spares | None = None, zygote: Zygote | None = None
+    ) -> None:
         self._driver = driver
-        #: Where shims come from: the node's spare, or (without) one started per container.
+        #: Where shims come from: forked by the node's zygote, or (without) a spare's or
+        #: one started per container.
         self._spares = spares if spares is not None else Spares(keep=0)
+        self._zygote = zygote
         self._records: dict[tuple[int, float], _Record] = {}
 
     # -- start ---------------------------------------------------------------------------
@@ -218,7 +225,8 @@ class ProcessRuntime:
         go_r, go_w = os.pipe()
         report_r, report_w = os.pipe()
         try:
-            popen = self._spares.run(
+            start = self._spares.run if self._zygote is None else self._zygote.fork
+            popen: Shim = start(
                 ("shim", "{fd0}", "{fd1}", exit_path, launch_path, *spec.command),
                 stdout=log_fd,
                 stderr=log_fd,
@@ -504,7 +512,7 @@ async def _wait_gone(pid: int, start_time: float) -> None:
         os.close(fd)
 
 
-async def _reap_after_failure(popen: subprocess.Popen[bytes]) -> None:
+async def _reap_after_failure(popen: Shim) -> None:
     """The shim exits by itself once the go pipe closes (before the workload starts, 125) or
     after its workload; kill it if it does not, and reap it either way."""
     try:

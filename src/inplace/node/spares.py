@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import select
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -63,9 +65,7 @@ class Spares:
         """Start the shim's mode ``argv`` (``{fd0}``... in it name ``fds``, in order) with
         ``stdout`` and ``stderr``, in its own session; raises OSError when no process can be
         started."""
-        job = json.dumps(
-            {"argv": list(argv), "env": dict(env or {}), "cwd": cwd}, separators=(",", ":")
-        ).encode()
+        job = _job(argv, env, cwd)
         try:
             while True:
                 spare = self._ready.pop(0) if self._ready else _start()
@@ -112,11 +112,87 @@ class Spares:
             _discard(spare)
 
 
-def _start() -> _Spare:
+class ForkedShim:
+    """A shim the node's zygote forked: not the agent's child (the zygote reaps it), so it is
+    waited for through a pidfd, as one the agent adopted."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Return once the shim has ended; :class:`subprocess.TimeoutExpired` after
+        ``timeout`` seconds."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            return
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                raise subprocess.TimeoutExpired(f"shim {self.pid}", timeout or 0.0)
+        finally:
+            os.close(fd)
+
+
+class Zygote:
+    """The node's shim zygote (:mod:`inplace.node.shim.zygote`), started at its first job
+    and again when it is found gone."""
+
+    ANSWER_TIMEOUT = 5.0
+    """Seconds a job waits for the zygote's answer before it is taken for gone."""
+
+    def __init__(self) -> None:
+        self._running: _Spare | None = None
+
+    def fork(
+        self,
+        argv: Sequence[str],
+        *,
+        stdout: int,
+        stderr: int,
+        fds: Sequence[int] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str = "/",
+    ) -> ForkedShim:
+        """A shim forked for the job (as :meth:`Spares.run`'s); raises OSError when no
+        zygote answers."""
+        job = _job(argv, env, cwd)
+        for attempt in range(2):
+            if self._running is None:
+                self._running = _start("zygote")
+                self._running.sock.settimeout(self.ANSWER_TIMEOUT)
+            zygote = self._running
+            try:
+                socket.send_fds(zygote.sock, [job], [stdout, stderr, *fds])
+                answer = zygote.sock.recv(32)
+                if answer.isdigit():
+                    return ForkedShim(int(answer))
+                raise OSError(f"the shim zygote answered {answer!r}")
+            except OSError:  # gone, stopped or garbled (TimeoutError is an OSError)
+                self._running = None
+                _discard(zygote)
+                if attempt:
+                    raise
+        raise OSError("no shim zygote")  # pragma: no cover
+
+    def close(self) -> None:
+        """End the zygote (its shims go on: each is in its own session)."""
+        if self._running is not None:
+            _discard(self._running)
+            self._running = None
+
+
+def _job(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str) -> bytes:
+    return json.dumps(
+        {"argv": list(argv), "env": dict(env or {}), "cwd": cwd}, separators=(",", ":")
+    ).encode()
+
+
+def _start(mode: str = "spare") -> _Spare:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         popen = subprocess.Popen(
-            shim.command("spare", str(theirs.fileno())),
+            shim.command(mode, str(theirs.fileno())),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

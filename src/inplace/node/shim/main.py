@@ -32,6 +32,10 @@ def main(argv: list[str]) -> int:
             return max(run_unpin(pin) for pin in argv[2:])
         if mode == "release" and len(argv) == 3:
             return run_release(argv[2])
+    if mode == "zygote" and len(argv) == 3 and argv[2].isdigit():
+        from .zygote import run_zygote
+
+        return run_zygote(int(argv[2]))
     if mode == "spare" and len(argv) == 3 and argv[2].isdigit():
         from .spare import run_spare
 

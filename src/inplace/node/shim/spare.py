@@ -29,6 +29,12 @@ def run_spare(fd: int) -> int:
     """Wait for the job on the socket ``fd``; its mode's exit code (0 when none came)."""
     with socket.socket(fileno=fd) as sock:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, MAX_FDS)
+    return run_job(message, fds)
+
+
+def run_job(message: bytes, fds: list[int]) -> int:
+    """Become the job's process: the descriptors in place, its environment, working
+    directory and name, then its mode; the mode's exit code (0 for no job)."""
     if not message or len(fds) < 2:
         for received in fds:
             os.close(received)
