@@ -18,7 +18,7 @@ import json
 import os
 import socket
 
-from . import podroot, supervise  # noqa: F401 (imported now, so a job does not wait for them)
+from . import podroot  # noqa: F401 (a spare runs the sandbox tool: imported before its job)
 from .main import main
 
 MAX_MESSAGE = 1 << 20

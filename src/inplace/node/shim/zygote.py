@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 
+from . import supervise  # noqa: F401 (its shims' part: imported once, shared by every fork)
 from .spare import MAX_FDS, MAX_MESSAGE, run_job
 
 
