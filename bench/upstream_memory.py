@@ -63,10 +63,12 @@ def sleeper(i: int) -> dict[str, Any]:
 
 
 def is_shim(process: psutil.Process) -> bool:
-    """The node's shim program (``python -I -S -c <bootstrap> MODE ...``): a container's
-    supervisor, its PID 1 (forked from it), or a spare waiting for a job."""
+    """The node's shim program (``python -I -S -c <bootstrap> MODE ...``, or its native half
+    ``inplace-shim MODE ...`` once a shim has exec'd it): a container's supervisor, its PID 1
+    (forked from it), or a spare waiting for a job."""
     argv = process.cmdline()
-    return len(argv) > 3 and argv[1:4] == ["-I", "-S", "-c"]
+    python = len(argv) > 3 and argv[1:4] == ["-I", "-S", "-c"]
+    return python or (bool(argv) and os.path.basename(argv[0]) == "inplace-shim")
 
 
 def is_waiting_spare(process: psutil.Process) -> bool:

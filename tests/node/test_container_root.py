@@ -25,7 +25,7 @@ SYSCTL = "/proc/sys/kernel/printk_ratelimit"
 """Written with its own value: a no-op only a writable ``/proc/sys`` accepts."""
 SCRIPT = f"""
 echo "pid $$"
-echo "pid1 $(tr '\\0' ' ' < /proc/1/cmdline | cut -c1-40)"
+echo "pid1 $(cat /proc/1/comm)"
 echo "hostname $(hostname)"
 if echo layered > {PROBE}; then echo "etc $(cat {PROBE})"; else echo "etc refused"; fi
 if echo scratch > {SCRATCH}; then echo "tmp ok"; else echo "tmp refused"; fi
@@ -87,7 +87,7 @@ def run_container(pod: dict[str, Any], **rootfs: Any) -> tuple[dict[str, str], P
         shim = subprocess.Popen(
             [
                 *shim_program.command("shim", str(go_r), str(report_w)),
-                *(str(data / "exit.json"), str(launch_path)),
+                *(str(data / "exit.json"), str(launch_path), shim_program.NATIVE_PROGRAM),
                 *("sh", "-c", SCRIPT.replace("{data}", str(data))),
             ],
             pass_fds=(go_r, report_w),
@@ -117,7 +117,8 @@ def test_a_container_writes_its_own_layer_in_its_own_pid_namespace(pod: dict[str
     assert not Path(PROBE).exists()  # the host's /etc is untouched
     uppers = list((layer / "upper").glob(f"*/{Path(PROBE).name}"))
     assert [p.read_text() for p in uppers] == ["layered\n"]
-    assert seen["pid"] == "2" and "python" in seen["pid1"]  # PID 1: the container's init
+    # PID 1: the container's init, the shim's native half (exec'd before the workload runs)
+    assert seen["pid"] == "2" and seen["pid1"] == "inplace-shim"
     assert seen["hostname"] == "boxed"
     assert seen["sysctl"] == "refused"
     assert seen["data"] == "0"  # the cluster's data stays hidden

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from inplace.node import shim as shim_program
 from inplace.node.cgroups import CgroupResources, NoneDriver
 from inplace.node.runtime import (
     EXIT_SUFFIX,
@@ -41,9 +43,20 @@ def driver() -> NoneDriver:
     return d
 
 
+@pytest.fixture(params=["native", "python"])
+def waiter(request: pytest.FixtureRequest) -> str | None:
+    """Who waits for the workload once it runs: the shim's native half (``inplace-shim``, as
+    an installed package runs) or the Python shim itself (a package built without a C
+    compiler, and every shim before the native half)."""
+    if request.param == "python":
+        return None
+    assert shim_program.native_program(), "pip install -e . builds the shim's native half"
+    return shim_program.NATIVE_PROGRAM
+
+
 @pytest.fixture
-async def runtime(driver: NoneDriver) -> AsyncIterator[ProcessRuntime]:
-    rt = ProcessRuntime(driver)
+async def runtime(driver: NoneDriver, waiter: str | None) -> AsyncIterator[ProcessRuntime]:
+    rt = ProcessRuntime(driver, waiter=waiter)
     started: list[RunningProcess] = []
     original = rt.start
 
@@ -148,7 +161,7 @@ async def test_stop_escalates_to_sigkill(runtime: ProcessRuntime, tmp_path: Path
     proc = await runtime.start(make_spec(tmp_path, python_cmd(code)))
     await await_until(lambda: "ready" in Path(proc.log_path).read_text())
     status = await runtime.stop(proc, grace_period=0.3)
-    assert status.signal == signal.SIGKILL
+    assert status.signal in (signal.SIGTERM, signal.SIGKILL) and not status.unknown
     assert status.exit_code == 137
     assert not status.oom_killed
     assert "ignoring TERM" in Path(proc.log_path).read_text()
@@ -235,6 +248,71 @@ async def test_readoption_after_agent_restart(driver: NoneDriver, tmp_path: Path
         if first.is_alive(proc):
             await first.stop(proc, grace_period=0)
         await first.wait(proc)  # reap the shim, our child
+
+
+async def test_a_workload_started_under_the_python_shim_is_adopted_by_an_agent_with_the_native(
+    driver: NoneDriver, tmp_path: Path
+) -> None:
+    """An upgrade: workloads started by an agent whose shims wait in Python keep running
+    under those shims, and the new agent (whose shims exec the native half) adopts them
+    and gets their exit codes, from the same records."""
+    assert shim_program.native_program(), "pip install -e . builds the shim's native half"
+    before = ProcessRuntime(driver, waiter=None)
+    gate = tmp_path / "gate"
+    code = (
+        f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
+        "raise SystemExit(5)"
+    )
+    proc = await before.start(make_spec(tmp_path, python_cmd(code)))
+    try:
+        state = json.loads(Path(proc.log_path + STATE_SUFFIX).read_text())
+        assert os.readlink(f"/proc/{state['shim_pid']}/exe") != shim_program.NATIVE_PROGRAM
+        after = ProcessRuntime(driver)
+        adopted = after.adopt(proc.pid, proc.start_time, proc.log_path)
+        assert adopted == proc and after.is_alive(adopted)
+        fresh = await after.start(
+            make_spec(tmp_path, python_cmd("raise SystemExit(6)"), name="new")
+        )
+        assert (await asyncio.wait_for(after.wait(fresh), 60)).exit_code == 6
+        gate.touch()
+        status = await asyncio.wait_for(after.wait(adopted), 60)
+        assert (status.exit_code, status.signal, status.unknown) == (5, None, False)
+    finally:
+        if before.is_alive(proc):
+            await before.stop(proc, grace_period=0)
+        await before.wait(proc)
+
+
+async def test_the_shim_waits_as_its_native_half_under_the_same_pid(
+    driver: NoneDriver, tmp_path: Path
+) -> None:
+    """Once the workload runs, its shim is the native program (a few dozen KiB of its own
+    instead of an interpreter's pages), the pid the agent recorded unchanged."""
+    runtime = ProcessRuntime(driver)
+    proc = await runtime.start(make_spec(tmp_path, python_cmd("import time; time.sleep(60)")))
+    try:
+        state = json.loads(Path(proc.log_path + STATE_SUFFIX).read_text())
+        shim = psutil.Process(state["shim_pid"])
+        exe = f"/proc/{shim.pid}/exe"  # psutil caches a process's exe
+        await await_until(lambda: os.readlink(exe) == shim_program.NATIVE_PROGRAM, timeout=30)
+        assert shim.create_time() == state["shim_start_time"]
+        assert shim.name() == "inplace-shim"
+        assert proc.pid in [child.pid for child in shim.children()]
+    finally:
+        status = await runtime.stop(proc, grace_period=0)
+    assert status.signal in (signal.SIGTERM, signal.SIGKILL) and not status.unknown
+
+
+def test_the_native_half_refuses_a_command_line_it_cannot_read() -> None:
+    assert shim_program.native_program(), "pip install -e . builds the shim's native half"
+    out = subprocess.run(
+        [shim_program.NATIVE_PROGRAM, "wait", "not-a-pid", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith("usage: inplace-shim wait PID EXIT_PATH")
 
 
 async def test_readoption_of_a_workload_that_ended_meanwhile(

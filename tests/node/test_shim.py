@@ -151,7 +151,9 @@ def test_runtime_default_refuses_namespaces_without_sys_admin(tmp_path: Path) ->
     assert allowed.returncode == 0, allowed.stderr
 
 
-def _shim_started_by_hand(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, int, Path]:
+def _shim_started_by_hand(
+    tmp_path: Path, waiter: str
+) -> tuple[subprocess.Popen[bytes], int, int, Path]:
     """A shim driven through its protocol by the test (as the agent does): returns the shim,
     the go pipe's write end, the workload's pid and the fifo that lets the workload exit 7."""
     fifo = tmp_path / "release"
@@ -161,7 +163,7 @@ def _shim_started_by_hand(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int,
     shim = subprocess.Popen(
         [
             *shim_program.command("shim", str(go_r), str(report_w)),
-            *(str(tmp_path / "exit.json"), "-", "sh", "-c", f"read x < {fifo}; exit 7"),
+            *(str(tmp_path / "exit.json"), "-", waiter, "sh", "-c", f"read x < {fifo}; exit 7"),
         ],
         pass_fds=(go_r, report_w),
         start_new_session=True,
@@ -177,12 +179,18 @@ def _shim_started_by_hand(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int,
 
 
 @pytest.mark.parametrize("acked", [True, False])
-def test_a_workload_its_agent_never_recorded_is_killed(tmp_path: Path, acked: bool) -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_workload_its_agent_never_recorded_is_killed(
+    tmp_path: Path, acked: bool, native: bool
+) -> None:
     """An agent killed after the workload started but before it recorded it leaves a workload
     no agent will ever stop (its successor starts the container again): found by the chaos
     storm as a cgroup that could not be removed. The agent acks with ``ok``; a go pipe closed
     without it makes the shim kill the workload."""
-    shim, go_w, pid, fifo = _shim_started_by_hand(tmp_path)
+    assert shim_program.native_program(), "pip install -e . builds the shim's native half"
+    shim, go_w, pid, fifo = _shim_started_by_hand(
+        tmp_path, shim_program.NATIVE_PROGRAM if native else "-"
+    )
     try:
         if acked:
             os.write(go_w, b"ok")

@@ -11,18 +11,19 @@ agent's process group and terminal signals. Log lines are therefore *raw*, witho
 :func:`format_cri_log` adds the framing when a reader wants it (with the read time, since no
 per-line time is recorded).
 
-**The exit code survives an agent restart.** The exit status of a process that is not our
-child is unknowable from outside. Each container therefore gets a tiny supervisor, the *shim*
-(:mod:`inplace.node.shim`, its own stdlib-only program, :func:`~inplace.node.shim.command`):
-it forks the workload, waits for it, and writes ``<log_path>.exit.json`` (exit code, signal,
-finish time) atomically. The shim lives in the container's session, so it survives the agent
-exactly as the workload does, but not in its cgroup: its memory is not charged to the
-container, and the container's OOM killer (or freezer) cannot take the witness — lowering its
-``oom_score_adj`` is not enough, and is refused where the agent lacks CAP_SYS_RESOURCE. The
-agent writes ``<log_path>.state.json`` at start (workload and shim pid + start time, cgroup
-path, the cgroup's OOM-kill count at start) so a new agent can :meth:`ProcessRuntime.adopt`
-the process and still answer :meth:`wait` with the right exit code and OOM verdict — even
-when the workload exited while no agent was running.
+**The exit code survives an agent restart.** The exit status of a process that is not our child
+is unknowable from outside. Each container therefore gets a tiny supervisor, the *shim*
+(:mod:`inplace.node.shim`, its own stdlib-only program, :func:`~inplace.node.shim.command`): it
+forks the workload, waits for it, and writes ``<log_path>.exit.json`` (exit code, signal, finish
+time) atomically; once the workload runs, the waiting is done by the shim's native half
+(``inplace-shim.c``, a few dozen KiB), which the shim execs under the same pid. The shim lives
+in the container's session, so it survives the agent exactly as the workload does, but not in
+its cgroup: its memory is not charged to the container, and the container's OOM killer (or
+freezer) cannot take the witness — lowering its ``oom_score_adj`` is not enough, and is refused
+where the agent lacks CAP_SYS_RESOURCE. The agent writes ``<log_path>.state.json`` at start
+(workload and shim pid + start time, cgroup path, the cgroup's OOM-kill count at start) so a new
+agent can :meth:`ProcessRuntime.adopt` the process and still answer :meth:`wait` with the right
+exit code and OOM verdict — even when the workload exited while no agent was running.
 
 **The workload is in its cgroup before its first instruction.** The shim forks the workload
 at once and reports ``child N``; the child waits for ``go`` on a pipe. The agent puts the
@@ -59,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -72,6 +74,8 @@ import psutil
 from . import shim
 from .cgroups.base import CgroupDriver, CgroupError
 from .spares import ForkedShim, Spares, Zygote
+
+_log = logging.getLogger(__name__)
 
 Shim = subprocess.Popen[bytes] | ForkedShim
 """A container's shim process: the agent's child, or forked by its zygote."""
@@ -186,7 +190,12 @@ class ProcessRuntime:
     """Starts, waits for, stops and re-adopts workload processes (see the module docstring)."""
 
     def __init__(
-        self, driver: CgroupDriver, spares: Spares | None = None, zygote: Zygote | None = None
+        self,
+        driver: CgroupDriver,
+        spares: Spares | None = None,
+        zygote: Zygote | None = None,
+        *,
+        waiter: str | None = shim.NATIVE_PROGRAM,
     ) -> None:
         self._driver = driver
         #: Where shims come from: forked by the node's zygote, or (without) a spare's or
@@ -194,6 +203,14 @@ class ProcessRuntime:
         self._spares = spares if spares is not None else Spares(keep=0)
         self._zygote = zygote
         self._records: dict[tuple[int, float], _Record] = {}
+        #: The shim's native half the shims exec to wait (``-``: they wait in Python).
+        self._waiter = waiter if waiter is not None and os.access(waiter, os.X_OK) else "-"
+        if waiter is not None and self._waiter == "-":
+            _log.warning(
+                "the container shim's native half %s is not built (pip install without a C "
+                "compiler?): each container's shim waits in Python, ~1.4 MiB more per process",
+                waiter,
+            )
 
     # -- start ---------------------------------------------------------------------------
 
@@ -227,7 +244,7 @@ class ProcessRuntime:
         try:
             start = self._spares.run if self._zygote is None else self._zygote.fork
             popen: Shim = start(
-                ("shim", "{fd0}", "{fd1}", exit_path, launch_path, *spec.command),
+                ("shim", "{fd0}", "{fd1}", exit_path, launch_path, self._waiter, *spec.command),
                 stdout=log_fd,
                 stderr=log_fd,
                 fds=(go_r, report_w),

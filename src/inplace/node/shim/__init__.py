@@ -6,10 +6,12 @@ by the agent at run time (tests import its pure parts): it must start in millise
 depend on nothing but the standard library, because it outlives the agent. Its modes
 (:mod:`.main`):
 
-``shim GO_FD REPORT_FD EXIT_PATH LAUNCH_PATH|- COMMAND...``
+``shim GO_FD REPORT_FD EXIT_PATH LAUNCH_PATH|- WAITER|- COMMAND...``
     The per-container supervisor (:mod:`.supervise`; see :mod:`inplace.node.runtime` for the
     protocol): forks the workload, which enters its sandbox (:func:`.enter.enter`) and execs
-    ``COMMAND``; waits for it and records how it ended in ``EXIT_PATH``.
+    ``COMMAND``; waits for it and records how it ended in ``EXIT_PATH``. Once the workload
+    runs, the supervisor and the container's PID 1 exec ``WAITER`` (:data:`NATIVE_PROGRAM`,
+    ``inplace-shim.c``) to wait in a few dozen KiB instead of an interpreter's pages.
 ``exec LAUNCH_PATH COMMAND...`` and ``enter PID LAUNCH_PATH COMMAND...``
     Enter a running container's sandbox (same namespaces, user, capabilities, seccomp filter,
     working directory and environment) and exec ``COMMAND`` there: what ``kubectl exec``
@@ -46,6 +48,17 @@ BOOTSTRAP = (
 """The shim's program: its mode, then ``os._exit`` (files are closed by then, the standard
 streams flushed): an interpreter's teardown would add milliseconds to every container's
 exit the agent waits for."""
+
+
+NATIVE_PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inplace-shim")
+"""The shim's long-lived half in C (``inplace-shim.c`` beside this file: waiting for the
+workload, recording its end, a container's PID 1), compiled by the package's install
+(``setup.py``)."""
+
+
+def native_program() -> str | None:
+    """:data:`NATIVE_PROGRAM` when it was built, else None (the shims then wait in Python)."""
+    return NATIVE_PROGRAM if os.access(NATIVE_PROGRAM, os.X_OK) else None
 
 
 def command(*args: str) -> list[str]:

@@ -12,10 +12,11 @@ import sys
 def main(argv: list[str]) -> int:
     """Run the mode ``argv[1]`` names; its exit code (2 for a command line it cannot read)."""
     mode = argv[1] if len(argv) > 1 else ""
-    if mode == "shim" and len(argv) >= 7:
+    if mode == "shim" and len(argv) >= 8:
         from .supervise import run_shim
 
-        return run_shim(int(argv[2]), int(argv[3]), argv[4], argv[5], argv[6:])
+        waiter = None if argv[6] == "-" else argv[6]
+        return run_shim(int(argv[2]), int(argv[3]), argv[4], argv[5], waiter, argv[7:])
     if mode in ("exec", "enter"):
         from .enter import run_exec
 

@@ -8,13 +8,21 @@ moving that child into the cgroup); shim → ``pid N`` or ``error CODE MSG`` on 
 closes it; agent → ``ok`` on go_fd and closes it (the ack, after recording the workload's
 start time); shim waits, then writes exit_path. A go_fd closed without ``ok`` is an agent that
 died before it recorded the workload: the shim kills it, since no agent would ever track it.
-The workload enters its sandbox (the launch file) before ``execve``."""
+The workload enters its sandbox (the launch file) before ``execve``.
+
+The waiting is done by the shim's native half when the agent names it (``WAITER``, the
+program ``inplace-shim.c`` builds): once the workload is recorded, the supervisor execs it,
+and so does the container's PID 1 once it has forked the workload. Each keeps its pid and its
+children and drops the interpreter's pages (~1.4 MiB of its own per process). Without it,
+both wait here in Python, as before; either writes the same exit record, so an agent adopts
+workloads started under either."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sys
 import time
 
 from .containerroot import fresh_layer
@@ -43,6 +51,7 @@ def _workload(
     old_adj: str | None,
     launch: dict[str, Any] | None,
     argv: list[str],
+    init_ready: int | None = None,
 ) -> NoReturn:
     """The forked workload: join the sandbox's namespaces and build the container's root
     while the agent moves it into its cgroup, wait for ``go``, become the container's user
@@ -70,6 +79,9 @@ def _workload(
         if os.read(go_fd, 2) != b"go":  # the agent died before the cgroup move
             os._exit(125)
         os.close(go_fd)
+        if init_ready is not None:  # PID 1 handles signals before the workload can send one
+            os.read(init_ready, 1)
+            os.close(init_ready)
         for s in signal.valid_signals():
             if s not in (signal.SIGKILL, signal.SIGSTOP):
                 try:
@@ -116,11 +128,17 @@ class ContainerInit:
         self.pid_r, self.pid_w = os.pipe()
         self.status_r, self.status_w = os.pipe()
         self.hold_r, self.hold_w = os.pipe()
+        #: Closed by the init once it handles signals (by its exec into the native half, the
+        #: end being close-on-exec): the workload waits for that before its own exec, so no
+        #: ``kill 1`` from inside meets a PID 1 without handlers, which would drop it.
+        self.ready_r, self.ready_w = os.pipe()
         self.pid = 0
 
-    def start(self, workload: Callable[[], NoReturn], closing: Sequence[int]) -> int:
+    def start(
+        self, workload: Callable[[], NoReturn], closing: Sequence[int], waiter: str | None
+    ) -> int:
         """Fork the init (and through it the workload); the workload's host pid (0 when
-        it could not start)."""
+        it could not start). The init execs ``waiter`` (its native half) when given."""
         self.pid = os.fork()
         if self.pid == 0:
             for fd in (self.pid_r, self.status_r, self.hold_w):
@@ -129,13 +147,20 @@ class ContainerInit:
             if child == 0:
                 os.close(self.status_w)
                 os.close(self.hold_r)
+                os.close(self.ready_w)
                 os.write(self.pid_w, os.readlink("/proc/self").encode())
                 os.close(self.pid_w)
                 workload()
-            for fd in (self.pid_w, *closing):
+            for fd in (self.pid_w, self.ready_r, *closing):
                 os.close(fd)
+            if waiter is not None:
+                exec_native(
+                    waiter,
+                    ("init", child, self.hold_r, self.status_w),
+                    (self.hold_r, self.status_w),
+                )
             self._serve(child)
-        for fd in (self.pid_w, self.status_w, self.hold_r):
+        for fd in (self.pid_w, self.status_w, self.hold_r, self.ready_r, self.ready_w):
             os.close(fd)
         text = os.read(self.pid_r, 32)
         os.close(self.pid_r)
@@ -154,6 +179,7 @@ class ContainerInit:
                     signal.signal(s, forward)
                 except (OSError, ValueError):
                     pass
+        os.close(self.ready_w)
         while os.read(self.hold_r, 64):  # not reaped before the agent recorded it
             pass
         while True:
@@ -183,6 +209,17 @@ class ContainerInit:
 OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
 
 
+def exec_native(waiter: str, args: Sequence[str | int], keep: Sequence[int] = ()) -> None:
+    """Become the native half (``inplace-shim ARGS``) with the descriptors ``keep`` open
+    across the exec; returns only if the exec failed (then the caller waits in Python)."""
+    for fd in keep:
+        os.set_inheritable(fd, True)
+    try:
+        os.execv(waiter, [waiter, *map(str, args)])
+    except OSError as exc:
+        os.write(2, f"inplace-shim: cannot exec {waiter}: {exc}; waiting in Python\n".encode())
+
+
 def _pid_namespace(launch: dict[str, Any] | None) -> str | None:
     """Enter the workload's PID namespace before the fork: ``container`` unshares a new one
     (then an init is needed), ``pod`` joins the pod's pinned one; an error message if not."""
@@ -201,7 +238,14 @@ def _pid_namespace(launch: dict[str, Any] | None) -> str | None:
     return None
 
 
-def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv: list[str]) -> int:
+def run_shim(
+    go_fd: int,
+    report_fd: int,
+    exit_path: str,
+    launch_path: str,
+    waiter: str | None,
+    argv: list[str],
+) -> int:
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(s, signal.SIG_IGN)
     launch = read_launch(launch_path)
@@ -227,9 +271,11 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
     init: ContainerInit | None = None
     if (launch or {}).get("pid_namespace") == "container":
         init = ContainerInit()
+        ready_r = init.ready_r
         pid = init.start(
-            lambda: _workload(go_fd, report_fd, err_w, old_adj, launch, argv),
+            lambda: _workload(go_fd, report_fd, err_w, old_adj, launch, argv, ready_r),
             (go_fd, report_fd, err_w, err_r),
+            waiter,
         )
         if not pid:
             os.write(report_fd, b"error 128 the container's init did not start")
@@ -300,6 +346,17 @@ def run_shim(go_fd: int, report_fd: int, exit_path: str, launch_path: str, argv:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+    if waiter is not None:  # the rest is waiting: done by the native half, same pid
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if init is not None:
+            exec_native(
+                waiter,
+                ("wait-init", pid, init.pid, init.hold_w, init.status_r, exit_path),
+                (init.hold_w, init.status_r),
+            )
+        else:
+            exec_native(waiter, ("wait", pid, exit_path))
     if init is not None:
         st = init.reap()
     else:
