@@ -26,7 +26,7 @@ import pytest
 
 from inplace.api.quantity import Quantity
 from inplace.registry.schema import CRD_FILES, crd
-from tests.e2e.test_vpa import grower
+from tests.e2e.test_vpa import UPDATE_THRESHOLD, grower
 from tests.poll import wait_until
 
 from .conftest import Bed, cgroup_file, pid_of, status_of
@@ -157,9 +157,12 @@ def test_the_vpa_naming_inplace_is_resized_in_place_the_default_ones_left_alone(
         actual = status_of(pod, "app").get("resources") or {}
         if Quantity.parse(actual["requests"]["memory"]) != memory_request(pod):
             return None  # not yet applied by the node
-        return (
-            pod if memory_request(pod) == Quantity.parse(targets[0]["target"]["memory"]) else None
-        )
+        # The inplace preset's target moves by a few bytes every pass (its rise margin fades)
+        # and its updater resizes only past 5% off: the target as of the resize is within that
+        # band of the current one, not equal to it.
+        wanted = Quantity.parse(targets[0]["target"]["memory"]).value()
+        have = memory_request(pod).value()
+        return pod if abs(have - wanted) <= UPDATE_THRESHOLD * wanted else None
 
     pod = wait_until(resized_to_target, timeout=180, interval=2, what="grow resized in place")
     assert pod["metadata"]["uid"] == first["grow"]["metadata"]["uid"]
