@@ -36,7 +36,7 @@ from ..shim.paths import resolve_in_root
 from .ownership import set_volume_ownership
 from .paths import PLUGIN_DIRS, expand_subpath_expr, memory_volume_size, subpath_error
 from .payload import ObjectReader, Projection, SourceError, TokenSource, volume_payload
-from .writer import PayloadError, write_payload
+from .writer import FileProjection, PayloadError, write_payload
 
 __all__ = ["ClaimReader", "PodVolumes", "VolumeError", "VolumeManager", "container_mounts"]
 
@@ -188,6 +188,9 @@ class VolumeManager:
         self.tokens = tokens
         self.node_memory = node_memory
         self.node_cpu_milli = node_cpu_milli
+        #: What each written volume's directory holds (its path → the payload last written
+        #: or found there): a refresh whose payload is the same skips the disk.
+        self._written: dict[str, dict[str, FileProjection]] = {}
 
     def pod_dir(self, uid: str) -> Path:
         return self.root / uid
@@ -268,6 +271,11 @@ class VolumeManager:
             return None
         kind, payload = made
         target = self.volume_dir(uid, kind, name)
+        if self._written.get(str(target)) == payload:
+            # Every pod event refreshes its volumes: comparing with the disk took a thread
+            # walking and reading the directory, whose GIL hand-offs held up the agent's
+            # loop (a resize's cgroup write waited ~1 ms behind them).
+            return str(target)
 
         def set_perms(directory: str) -> None:
             set_volume_ownership(directory, fs_group, readonly=True)
@@ -280,7 +288,9 @@ class VolumeManager:
                 set_perms=set_perms if fs_group is not None else None,
             )
         except (PayloadError, OSError) as exc:
+            self._written.pop(str(target), None)
             raise VolumeError(name, str(exc)) from None
+        self._written[str(target)] = dict(payload)
         return str(target)
 
     async def refresh(self, pod: Mapping[str, Any]) -> list[VolumeError]:
@@ -312,6 +322,9 @@ class VolumeManager:
         off the pod's deletion path (a container's layer alone is some hundred directories,
         ~10 ms to remove)."""
         source = self.pod_dir(uid)
+        prefix = f"{source}{os.sep}"
+        for target in [t for t in self._written if t.startswith(prefix)]:
+            del self._written[target]
         if not source.exists():
             return
         self.trash.mkdir(parents=True, exist_ok=True)
