@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import errno
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,48 @@ def test_checkpoint_round_trip_and_removal(tmp_path: Path) -> None:
     )
     store.save(cp)
     (tmp_path / "cp" / "garbage.json").write_text("{not json")
+    (tmp_path / "cp" / "torn.0.json").write_text('{"seq": 3, "crc": 1, "checkpoint": {}}')
     assert store.load_all() == [cp]
-    assert not list((tmp_path / "cp").glob("*.tmp"))
+    assert CheckpointStore(tmp_path / "cp").load_all() == [cp]  # a new agent's reading
     store.remove("u1")
     store.remove("u1")
+    assert not list((tmp_path / "cp").glob("u1*"))
     assert store.load_all() == []
+
+
+def test_saves_alternate_between_two_slots_and_the_newest_whole_one_wins(
+    tmp_path: Path,
+) -> None:
+    """Each save overwrites the slot not holding the newest record, padded over a longer
+    one; a new agent (a fresh store) goes on from the newest."""
+    store = CheckpointStore(tmp_path / "cp")
+    long = PodCheckpoint(uid="u1", namespace="ns", name="a-much-longer-name-than-the-next")
+    short = PodCheckpoint(uid="u1", namespace="ns", name="p")
+    for cp in (long, long, short, short):
+        store.save(cp)
+    assert sorted(p.name for p in (tmp_path / "cp").iterdir()) == ["u1.0.json", "u1.1.json"]
+    assert store.load_all() == [short]
+    restarted = CheckpointStore(tmp_path / "cp")
+    third = PodCheckpoint(uid="u1", namespace="ns", name="third")
+    restarted.save(third)
+    assert CheckpointStore(tmp_path / "cp").load_all() == [third]
+    # the newest slot torn (the agent died in the middle of a write): the other one wins
+    newest = max((tmp_path / "cp").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    newest.write_bytes(newest.read_bytes()[:20].ljust(newest.stat().st_size))
+    assert CheckpointStore(tmp_path / "cp").load_all() == [short]
+
+
+def test_a_checkpoint_of_the_previous_scheme_is_read_and_replaced(tmp_path: Path) -> None:
+    """An agent upgraded in place finds ``<uid>.json`` (one file, replaced by rename)."""
+    (tmp_path / "cp").mkdir()
+    old = PodCheckpoint(uid="u1", namespace="ns", name="p", allocated={"c": Alloc({"cpu": "1"})})
+    (tmp_path / "cp" / "u1.json").write_text(json.dumps(old.to_json()))
+    store = CheckpointStore(tmp_path / "cp")
+    assert store.load_all() == [old]
+    new = PodCheckpoint(uid="u1", namespace="ns", name="p", allocated={"c": Alloc({"cpu": "2"})})
+    store.save(new)
+    assert not (tmp_path / "cp" / "u1.json").exists()
+    assert CheckpointStore(tmp_path / "cp").load_all() == [new]
 
 
 def test_a_full_disk_keeps_the_previous_checkpoint_whole_and_leaves_no_tmp(
@@ -41,17 +78,17 @@ def test_a_full_disk_keeps_the_previous_checkpoint_whole_and_leaves_no_tmp(
     store = CheckpointStore(tmp_path / "cp")
     first = PodCheckpoint(uid="u1", namespace="ns", name="p", allocated={}, actual={})
     store.save(first)
-    real_write = os.write
+    real_pwrite = os.pwrite
 
-    def short_then_full(fd: int, data: Any) -> int:
-        if len(data) > 8:
-            return real_write(fd, bytes(data[:8]))  # the disk takes 8 bytes, then no more
-        raise OSError(errno.ENOSPC, "No space left on device")
+    def short(fd: int, data: Any, offset: int) -> int:
+        return real_pwrite(fd, bytes(data[:8]), offset)  # the disk takes 8 bytes, no more
 
-    monkeypatch.setattr(os, "write", short_then_full)
+    monkeypatch.setattr(os, "pwrite", short)
     second = PodCheckpoint(uid="u1", namespace="ns", name="p2", allocated={}, actual={})
     with pytest.raises(OSError):
         store.save(second)
     monkeypatch.undo()
     assert store.load_all() == [first]
-    assert not list((tmp_path / "cp").glob("*.tmp"))
+    third = PodCheckpoint(uid="u1", namespace="ns", name="p3", allocated={}, actual={})
+    store.save(third)  # the disk has room again: written over the torn slot
+    assert CheckpointStore(tmp_path / "cp").load_all() == [third]

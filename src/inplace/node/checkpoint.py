@@ -1,11 +1,18 @@
 """Per-pod checkpoints: what the agent started and what it allocated, to survive its own death.
 
-One JSON file per pod, ``<data-dir>/checkpoints/<uid>.json``, replaced atomically (write to a
-temporary file, ``rename``) on every change that matters after a restart: a container started
-or ended, an allocation changed. There is deliberately no ``fsync``: the failure this guards
-against is the agent process dying (SIGKILL, crash), which the page cache survives; a machine
-crash takes the workloads with it, so there is nothing to re-adopt. That keeps a checkpoint
-write off the resize latency path (microseconds instead of a disk flush).
+Two slots per pod, ``<data-dir>/checkpoints/<uid>.0.json`` and ``<uid>.1.json``, written in
+turn: each save overwrites the slot that does not hold the newest record, in place, with one
+``pwrite`` of ``{"seq": N, "crc": CRC32, "checkpoint": {...}}`` padded with spaces to the
+slot's length (so a shorter record leaves nothing of the longer one behind). A reader takes
+the slot with the highest ``seq`` whose checksum holds, so a save torn by the agent's death
+(or a full disk) leaves the previous record whole. Saves are on a resize's path, before its
+cgroup writes: a create and a ``rename`` per save (the previous scheme) took 0.2 ms alone and
+0.5-1.3 ms while the API server's store fsyncs on the same disk (each waits for the file
+system's journal); an overwrite of an existing file ~0.02. There is deliberately no
+``fsync``: the failure this guards against is the agent process dying (SIGKILL, crash),
+which the page cache survives; a machine crash takes the workloads with it, so there is
+nothing to re-adopt. A ``<uid>.json`` of the previous scheme is read too (an agent upgraded
+in place) and removed at the pod's first save.
 
 A new agent reads them all before it starts its pod workers and re-adopts the processes they
 name (see :meth:`ProcessRuntime.adopt`), so a SIGKILLed agent neither restarts nor forgets a
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,40 +87,109 @@ class PodCheckpoint:
 
 
 class CheckpointStore:
-    """The checkpoint directory."""
+    """The checkpoint directory (see the module docstring for its two slots per pod)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
+        #: Per pod: the newest record's sequence number and slot.
+        self._slots: dict[str, _Slots] = {}
 
-    def _path(self, uid: str) -> Path:
+    def _slot_path(self, uid: str, slot: int) -> Path:
+        return self.directory / f"{uid}.{slot}.json"
+
+    def _legacy_path(self, uid: str) -> Path:
         return self.directory / f"{uid}.json"
 
     def save(self, checkpoint: PodCheckpoint) -> None:
-        path = self._path(checkpoint.uid)
-        tmp = path.with_suffix(".tmp")
-        data = json.dumps(checkpoint.to_json(), sort_keys=True).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:  # a short write (a full disk) must not pass for a whole one
-                view = view[os.write(fd, view) :]
-        except OSError:
+        uid = checkpoint.uid
+        slots = self._slots.get(uid)
+        if slots is None:
+            slots = self._slots[uid] = self._scan(uid)
+        seq, slot = slots.seq + 1, 1 - slots.newest
+        body = json.dumps(checkpoint.to_json(), sort_keys=True, separators=(",", ":"))
+        record = f'{{"seq":{seq},"crc":{zlib.crc32(body.encode())},"checkpoint":{body}}}'
+        path = self._slot_path(uid, slot)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:  # padded over whatever the slot held, even a torn longer write
+            data = record.encode().ljust(os.fstat(fd).st_size)
+            if os.pwrite(fd, data, 0) != len(data):  # a full disk: this slot is torn, the
+                raise OSError(f"short write of checkpoint {path}")  # other one still whole
+        finally:
             os.close(fd)
-            tmp.unlink(missing_ok=True)  # the previous checkpoint stays, whole
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
+        slots.seq, slots.newest = seq, slot
+        if slots.legacy:
+            self._legacy_path(uid).unlink(missing_ok=True)
+            slots.legacy = False
+
+    def _scan(self, uid: str) -> _Slots:
+        """What is on disk for ``uid``: the newest valid record's slot and sequence number
+        (-1 with none), whether a previous-scheme file is there."""
+        slots = _Slots()
+        for slot in (0, 1):
+            try:
+                raw = self._slot_path(uid, slot).read_bytes()
+            except OSError:
+                continue
+            seq = _valid_seq(raw)
+            if seq is not None and seq > slots.seq:
+                slots.seq, slots.newest = seq, slot
+        slots.legacy = self._legacy_path(uid).exists()
+        return slots
 
     def load_all(self) -> list[PodCheckpoint]:
-        out: list[PodCheckpoint] = []
+        newest: dict[str, tuple[int, dict[str, Any]]] = {}
         for path in sorted(self.directory.glob("*.json")):
+            uid, _, slot = path.name.removesuffix(".json").rpartition(".")
             try:
-                out.append(PodCheckpoint.from_json(json.loads(path.read_bytes())))
+                raw = json.loads(path.read_bytes())
+                if uid and slot in ("0", "1"):
+                    seq, found = _verified(raw)
+                else:  # the previous scheme: the checkpoint itself, older than any slot
+                    uid, seq, found = path.name.removesuffix(".json"), -1, raw
             except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if uid not in newest or seq > newest[uid][0]:
+                newest[uid] = (seq, found)
+        out: list[PodCheckpoint] = []
+        for _, found in sorted(newest.values(), key=lambda item: str(item[1].get("uid"))):
+            try:
+                out.append(PodCheckpoint.from_json(found))
+            except (ValueError, KeyError, TypeError):
                 continue
         return out
 
     def remove(self, uid: str) -> None:
-        self._path(uid).unlink(missing_ok=True)
-        self._path(uid).with_suffix(".tmp").unlink(missing_ok=True)
+        self._slots.pop(uid, None)
+        for path in (
+            self._slot_path(uid, 0),
+            self._slot_path(uid, 1),
+            self._legacy_path(uid),
+            self._legacy_path(uid).with_suffix(".tmp"),
+        ):
+            path.unlink(missing_ok=True)
+
+
+@dataclass
+class _Slots:
+    seq: int = -1
+    newest: int = 1
+    """The slot of the newest record (1 with none, so the first save goes to slot 0)."""
+    legacy: bool = False
+
+
+def _verified(raw: Any) -> tuple[int, dict[str, Any]]:
+    """A slot's record → (its sequence number, its checkpoint); ValueError when its checksum
+    does not hold (a torn write)."""
+    checkpoint = raw["checkpoint"]
+    body = json.dumps(checkpoint, sort_keys=True, separators=(",", ":"))
+    if zlib.crc32(body.encode()) != raw["crc"]:
+        raise ValueError("checkpoint checksum mismatch")
+    return int(raw["seq"]), checkpoint
+
+
+def _valid_seq(raw: bytes) -> int | None:
+    try:
+        return _verified(json.loads(raw))[0]
+    except (ValueError, KeyError, TypeError):
+        return None
