@@ -446,11 +446,19 @@ class PodControl:
         return created
 
     async def _own_pod(self, owner: Mapping[str, Any], namespace: str, name: str) -> Obj | None:
-        """The pod ``name`` if ``owner`` controls it (a lost create of ours stored it)."""
-        try:
-            existing: Obj = await self.client.get(PODS, name, namespace=namespace)
-        except APINotFoundError:
+        """The pod ``name`` if ``owner`` controls it (a lost create of ours stored it).
+
+        Read by a LIST of that one name, not a GET: the roles upstream gives the workload
+        controllers (``system:controller:replicaset-controller``, ``job-controller``...)
+        grant list and watch on pods but not get, and a refused read here was taken for a
+        failed create, so one more pod was made (found by the chaos storm: 3 pods of a
+        2-replica ReplicaSet after an API server restart lost a create)."""
+        listed = await self.client.list(
+            PODS, namespace=namespace, field_selector=f"metadata.name={name}"
+        )
+        if not listed.get("items"):
             return None
+        existing: Obj = listed["items"][0]
         ref = controller_of(existing)
         if ref is None or ref.get("uid") != owner["metadata"].get("uid"):
             return None
