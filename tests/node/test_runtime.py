@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +30,6 @@ from inplace.node.runtime import (
     ProcessStartError,
     RunningProcess,
     format_cri_log,
-    hold_mount_namespace,
 )
 from tests.poll import await_until
 
@@ -419,26 +417,3 @@ async def test_workload_survives_sigkill_of_the_agent(driver: NoneDriver, tmp_pa
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace of its own needs root")
-def test_a_workload_in_its_own_mount_namespace_has_it_held_by_the_agent() -> None:
-    """Held, the namespace's teardown (an RCU grace period) is not on the workload's exit
-    path; a workload in the agent's own namespace holds nothing."""
-    own = subprocess.Popen(["unshare", "-m", "sleep", "60"])
-    shared = subprocess.Popen(["sleep", "60"])
-    try:
-        own_ns, ours = f"/proc/{own.pid}/ns/mnt", os.readlink("/proc/self/ns/mnt")
-        deadline = time.monotonic() + 30
-        while os.readlink(own_ns) == ours:  # until unshare(1) made it
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        held = hold_mount_namespace(own.pid)
-        assert held is not None
-        assert os.readlink(f"/proc/self/fd/{held}") == os.readlink(own_ns)
-        os.close(held)
-        assert hold_mount_namespace(shared.pid) is None
-    finally:
-        for p in (own, shared):
-            p.kill()
-            p.wait()

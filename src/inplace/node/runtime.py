@@ -173,9 +173,6 @@ class _Record:
     popen: Shim | None = None
     result: ExitStatus | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: The workload's own mount namespace, held open until its exit is handled (see
-    #: :func:`hold_mount_namespace`).
-    mount_ns: int | None = None
 
     @classmethod
     def from_state(cls, state: dict[str, Any] | None) -> _Record:
@@ -265,7 +262,6 @@ class ProcessRuntime:
 
         pid: int | None = None
         child: int | None = None
-        mount_ns: int | None = None
         try:
             pipe = _Pipe(report_r)
             forked = (await pipe.read_line(_HANDSHAKE_TIMEOUT)).decode(errors="replace").split()
@@ -294,7 +290,6 @@ class ProcessRuntime:
                     f"in {spec.log_path})"
                 )
             pid = int(words[1])
-            mount_ns = hold_mount_namespace(pid)
             start_time = psutil.Process(pid).create_time()  # still unreaped: the shim awaits ack
             shim_start = psutil.Process(popen.pid).create_time()
             _write_json_atomic(
@@ -318,8 +313,6 @@ class ProcessRuntime:
                     os.kill(child, signal.SIGKILL)
             os.close(go_w)
             os.close(report_r)
-            if mount_ns is not None:
-                os.close(mount_ns)
             await _reap_after_failure(popen)
             raise
         os.close(report_r)
@@ -335,7 +328,6 @@ class ProcessRuntime:
             cgroup_path=spec.cgroup_path,
             oom_kills_at_start=oom_base,
             popen=popen,
-            mount_ns=mount_ns,
         )
         proc = RunningProcess(pid=pid, start_time=start_time, log_path=spec.log_path)
         self._records[(pid, start_time)] = record
@@ -374,8 +366,6 @@ class ProcessRuntime:
         )
         if not (alive or ended or shim_alive):
             return None
-        if alive:
-            record.mount_ns = hold_mount_namespace(pid)
         self._records[(pid, start_time)] = record
         return proc
 
@@ -401,9 +391,6 @@ class ProcessRuntime:
 
     async def _wait_uncached(self, proc: RunningProcess, record: _Record) -> ExitStatus:
         await _wait_gone(proc.pid, proc.start_time)
-        if record.mount_ns is not None:  # torn down off the exit path: hold_mount_namespace
-            asyncio.get_running_loop().run_in_executor(None, os.close, record.mount_ns)
-            record.mount_ns = None
         if record.shim_pid is not None and record.shim_start_time is not None:
             await _wait_gone(record.shim_pid, record.shim_start_time)  # it writes, then exits
         if record.popen is not None:
@@ -604,27 +591,6 @@ class _Pipe:
             ) from None
         finally:
             loop.remove_reader(self.fd)
-
-
-def hold_mount_namespace(pid: int) -> int | None:
-    """A descriptor of the workload's mount namespace when it has its own (the container's
-    root), else None.
-
-    Whoever drops the last reference to a mount namespace tears its mounts down, and that
-    waits for an RCU grace period (milliseconds, tens on a busy VM): held here, the
-    workload's exit (and so a pod's deletion, a restart) does not wait for it; the agent
-    closes it once the exit is handled, in a worker thread."""
-    try:
-        fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if os.fstat(fd).st_ino != os.stat("/proc/self/ns/mnt").st_ino:
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 def _read_json(path: str) -> dict[str, Any] | None:
