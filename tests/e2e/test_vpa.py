@@ -13,7 +13,7 @@ One cluster for the module (checkpoints every 3 s so the restart test is short):
 * a StatefulSet's pod resized in place by its VPA; a one-replica Deployment under the
   default ``minReplicas`` left alone, its VPA saying why (``BelowMinReplicas``);
 * the controller manager killed: the restarted one recommends the same from checkpoints
-  (upstream's status, and the learned rise margin in their annotations);
+  (upstream's status, and the OOM floor in their annotations);
 * upstream's ``hamster.yaml`` example, unchanged: recommended, and its pods recreated at the
   recommendation (``Recreate``: eviction, then admission).
 """
@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 import pytest
 
-from inplace.api.annotations import CHECKPOINT_ANNOTATIONS, MEMORY_JUMP
+from inplace.api.annotations import CHECKPOINT_ANNOTATIONS, MEMORY_FLOOR
 from inplace.api.quantity import Quantity
 from inplace.api.timestamps import parse_rfc3339
 from inplace.controllers.vpa.settings import variant
@@ -410,9 +410,10 @@ def _controller_manager(cluster: Cluster) -> psutil.Process:
 
 
 def test_history_survives_a_restart(cluster: Cluster) -> None:
-    # Growing 10 MiB a second, several of the 5-s readings climb: the inplace recommender
-    # learns a rise (its jump margin), which the checkpoint carries beside upstream's status.
-    workload = grower("keep", grow_to_mib=200, step_seconds=1.0)
+    # Growing to 200Mi under a 150Mi limit: OOM-killed (the VPA is Off, so it stays so). The
+    # inplace recommender puts a floor under the recommendation at the bumped size (250Mi),
+    # which the checkpoint carries beside upstream's status.
+    workload = grower("keep", grow_to_mib=200, limit="150Mi")
     cluster.kubectl("apply", "-f", "-", input=workload + "---" + vpa("keep", "Off"))
     wait_until(
         lambda: (
@@ -429,8 +430,10 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
     stopped = time.time()
 
     def checkpoint_after_stop() -> bool:
-        obj = get(cluster, "vpacheckpoint", "keep-app")
-        stamp = obj["status"]["lastUpdateTime"]
+        found = cluster.kubectl("get", "vpacheckpoint", "keep-app", "-o", "json", check=False)
+        if found.returncode != 0:  # not written yet (the first is due 3 s after the OOM)
+            return False
+        stamp = json.loads(found.stdout)["status"]["lastUpdateTime"]
         return parse_rfc3339(stamp).timestamp() > stopped + 1
 
     wait_until(checkpoint_after_stop, timeout=30, interval=0.5, what="a fresh checkpoint")
@@ -443,7 +446,7 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
     )
     before = get(cluster, "vpa", "keep")["status"]["recommendation"]
     learned = _learned(get(cluster, "vpacheckpoint", "keep-app"))
-    assert MEMORY_JUMP in learned, "the recommender learned no rise from the readings"
+    assert MEMORY_FLOOR in learned, "the recommender learned no floor from the OOM kill"
     manager = _controller_manager(cluster)
     os.kill(manager.pid, signal.SIGKILL)
     manager.wait(10)
@@ -467,11 +470,10 @@ def test_history_survives_a_restart(cluster: Cluster) -> None:
     )
     # Bucket weights are saved rounded (upstream's checkpoint format): the CPU target is the
     # same bucket, its bounds, scaled by the history's length, within a percent. Memory is
-    # the same: the histogram comes back from the status (at least the 200Mi the pods grew
-    # to), the learned rise from the annotations. "The same" within a percent: the
-    # recommendation is in bytes and the rise fades continuously (it halves in a day), so
-    # the seconds between the two passes take a few kilobytes off; without the annotations
-    # the whole margin, 1.25 times a rise of tens of MiB, would be missing.
+    # the same: the histogram comes back from the status, the floor (at least 200Mi) from
+    # the annotations. "The same" within a percent: the recommendation is in bytes and the
+    # floor fades continuously (it halves in half an hour), so the seconds between the two
+    # passes take a little off; without the annotations the floor would be missing.
     was_rec, now_rec = before["containerRecommendations"][0], after["containerRecommendations"][0]
     assert now_rec["target"]["cpu"] == was_rec["target"]["cpu"]
     memory = Quantity.parse(now_rec["target"]["memory"])

@@ -189,7 +189,7 @@ def _metrics(r: PolicyResult) -> list[tuple[str, str, str]]:
     return [
         ("memory slack", "memory slack", f"{r.memory_slack:.1%}"),
         ("memory-hours saved vs static-peak", "memory saved", saved),
-        ("OOM kills", "OOM kills", f"{r.ooms:,}"),
+        ("OOM kills (of them, by node memory pressure)", "OOM kills", _kills(r)),
         ("pauses at the memory limit", "pauses", f"{r.pauses:,}"),
         ("CPU slack", "CPU slack", f"{r.cpu_slack:.1%}"),
         ("CPU demand above request", "CPU over request", f"{r.cpu_shortfall:.1%}"),
@@ -198,6 +198,13 @@ def _metrics(r: PolicyResult) -> list[tuple[str, str, str]]:
         ("memory requested (GiB-hours)", "memory GiB-hours", f"{r.memory_gib_hours:,.0f}"),
         ("CPU requested (core-hours)", "CPU core-hours", f"{r.cpu_core_hours:,.0f}"),
     ]
+
+
+def _kills(r: PolicyResult) -> str:
+    """OOM kills, with those a node out of memory made (a container under its limit)."""
+    if not r.node_pressure_kills:
+        return f"{r.ooms:,}"
+    return f"{r.ooms:,} ({r.node_pressure_kills:,} by node)"
 
 
 def _as_json(
@@ -215,6 +222,7 @@ def _as_json(
                 "memory_slack": r.memory_slack,
                 "memory_saved": r.memory_saved,
                 "oom_kills": r.ooms,
+                "node_pressure_kills": r.node_pressure_kills,
                 "pauses": r.pauses,
                 "cpu_slack": r.cpu_slack,
                 "cpu_demand_above_request": r.cpu_shortfall,

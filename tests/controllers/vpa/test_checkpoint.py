@@ -26,7 +26,8 @@ from inplace.controllers.vpa.checkpoint import (
 from inplace.controllers.vpa.histogram import CheckpointError
 from inplace.controllers.vpa.model import AggregateContainerState
 from inplace.controllers.vpa.recommender import ContainerKey, Recommender
-from inplace.controllers.vpa.settings import MIB, RecommenderSettings, variant
+from inplace.controllers.vpa.settings import MIB, RecommenderSettings
+from tests.controllers.vpa.presets import LEARNING_JUMPS
 
 T0 = 1767571200.0  # 2026-01-05T00:00:00Z
 KEY = ("default", "hamster-vpa")
@@ -163,7 +164,7 @@ def test_load_checkpoint_raises_for_bad_data() -> None:
 
 # -- what the inplace variant learns: the memory jump and the floor, as annotations ----------
 
-INPLACE = variant("inplace")[0]
+INPLACE = LEARNING_JUMPS
 LEARNED = (MEMORY_JUMP, MEMORY_JUMP_TIME, MEMORY_FLOOR, MEMORY_FLOOR_TIME)
 
 

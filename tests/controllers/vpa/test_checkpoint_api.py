@@ -23,8 +23,9 @@ from inplace.controllers.vpa.checkpoint import (
     load_checkpoints,
 )
 from inplace.controllers.vpa.recommender import ContainerKey, Recommender
-from inplace.controllers.vpa.settings import MIB, RecommenderSettings, variant
+from inplace.controllers.vpa.settings import MIB, RecommenderSettings
 from tests.conftest import InProcessServer
+from tests.controllers.vpa.presets import LEARNING_JUMPS
 
 T0 = 1767571200.0
 KEY = ("default", "web")
@@ -95,7 +96,7 @@ async def test_the_learned_jump_and_floor_go_with_the_status_in_one_write(
     """The inplace variant's jump and floor, as the checkpoint's annotations: created with
     it, replaced with the status by the controller's one JSON patch (removed when nothing is
     learned any more, others' annotations kept), kept by upstream's status-only patch."""
-    rec = Recommender(variant("inplace")[0], Clock())
+    rec = Recommender(LEARNING_JUMPS, Clock())
     container = ContainerKey("uid-1", "app")
     for i in range(120):
         rec.add_sample(
@@ -145,7 +146,7 @@ async def test_the_learned_jump_and_floor_go_with_the_status_in_one_write(
             namespace="default",
         )
         items = (await client.list(VERTICALPODAUTOSCALERCHECKPOINTS, namespace="default"))["items"]
-        restarted = Recommender(variant("inplace")[0], Clock())
+        restarted = Recommender(LEARNING_JUMPS, Clock())
         assert load_checkpoints(restarted, items, [KEY]) == []
         assert restarted.recommendation(KEY, vpa) == rec.recommendation(KEY, vpa)
         # Nothing learned any more (an upstream-settings recommender, say): ours are removed.

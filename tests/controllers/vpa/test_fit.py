@@ -56,3 +56,11 @@ def test_shrinking_and_unknown_nodes_are_left_alone() -> None:
     }
     big = [ContainerResources("app", {"memory": Q("8Gi")}, {})]
     assert fit_to_node(big, me, None, []) == tuple(big)
+
+
+def test_a_memory_limit_past_the_node_is_lowered_to_it() -> None:
+    me = pod("me", "100m", "256Mi", limit="512Mi")
+    wanted = [ContainerResources("app", {"memory": Q("600Mi")}, {"memory": Q("4Gi")})]
+    fitted = fit_to_node(wanted, me, NODE, [])
+    assert fitted[0].requests == {"memory": Q("600Mi")}
+    assert fitted[0].limits == {"memory": Q("1Gi")}  # the node's allocatable

@@ -94,6 +94,29 @@ def test_an_oom_is_counted_reported_and_resized_away(tmp_path: Path) -> None:
     assert paused.ooms == 0 and paused.pauses == result.ooms
 
 
+def test_a_node_out_of_memory_kills_the_container_furthest_above_its_request(
+    tmp_path: Path,
+) -> None:
+    # On a 1Gi node: a and b sit at 200Mi for 90 minutes (the VPA shrinks them to ~211Mi
+    # and gives them limits of twice that); c joins at 300Mi after an hour. Then, within
+    # their limits, a bursts to 400Mi for one minute and b rises to 380Mi: 1080Mi in all,
+    # more than the node has.
+    lines = []
+    for i in range(94):
+        lines.append(f"{60 * i},a-0,main,100m,{400 if i == 90 else 200}Mi")
+        lines.append(f"{60 * i},b-0,main,100m,{200 if i < 90 else 380}Mi")
+        if i >= 60:
+            lines.append(f"{60 * i},c-0,main,100m,300Mi")
+    trace = write(tmp_path, "\n".join(lines) + "\n")
+    result = run(trace, Policy.of("inplace"), memory=1024 * MIB).result
+    assert result.node_pressure_kills == result.ooms == 1
+    assert result.series[("a-0", "main")].ooms == [90 * 60]  # the furthest above its request
+    assert not result.series[("b-0", "main")].ooms and not result.series[("c-0", "main")].ooms
+    # Under upstream each limit is its request: the bursts are kills of their own.
+    upstream = run(trace, Policy.of("upstream"), memory=1024 * MIB).result
+    assert upstream.node_pressure_kills == 0 < upstream.ooms
+
+
 def test_upstream_grows_a_steady_pod_to_its_margin_as_confidence_builds(tmp_path: Path) -> None:
     lines = [f"{60 * i},svc-0,main,100m,300Mi" for i in range(60)]
     result = run(write(tmp_path, "\n".join(lines) + "\n"), Policy.of("upstream")).result

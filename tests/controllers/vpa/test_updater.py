@@ -253,6 +253,34 @@ def test_resize_carries_the_target_and_limits_in_proportion() -> None:
     }
 
 
+HEADROOM = UpdaterSettings(
+    pod_lifetime_update_threshold=0.0, update_threshold=0.05, memory_limit_headroom=2.0
+)
+
+
+def test_headroom_doubles_the_memory_limit_of_a_resize() -> None:
+    v = vpa(target=("100m", "300Mi"), lower=("50m", "200Mi"), upper=("200m", "1Gi"))
+    decision = one(v, pod(limits={"memory": "100Mi"}), settings=HEADROOM)
+    assert decision.action is Action.RESIZE
+    (res,) = decision.resources
+    assert res.requests["memory"] == Quantity.parse("300Mi")
+    assert res.limits == {"memory": Quantity.parse("600Mi")}
+
+
+def test_a_pod_on_target_without_headroom_is_resized_to_get_it_once() -> None:
+    v = vpa()  # target 100m/100Mi: the pod's requests
+    tight = pod(limits={"memory": "100Mi"})
+    decision = one(v, tight, settings=HEADROOM)
+    assert decision.action is Action.RESIZE
+    assert "headroom" in decision.reason
+    assert decision.resources[0].limits == {"memory": Quantity.parse("200Mi")}
+    # Given it, nothing more; a Guaranteed pod is never given it; upstream never asks.
+    assert one(v, pod(limits={"memory": "200Mi"}), settings=HEADROOM).action is Action.NONE
+    guaranteed = pod(limits={"cpu": "100m", "memory": "100Mi"})
+    assert one(v, guaranteed, settings=HEADROOM).action is Action.NONE
+    assert one(v, tight).action is Action.NONE
+
+
 def test_a_deferred_resize_falls_back_to_eviction_after_the_timeout() -> None:
     memory = UpdaterMemory()
     v = vpa(lower=("1", "1Gi"))

@@ -6,7 +6,9 @@ it is charged (:func:`~inplace.api.resources.resize_accounting_requests`, as the
 arbiter charges them). A container's new request is lowered to its current request plus its
 share of that room (never below its current request); limits are left as the policy made
 them (a limit above the request is valid), except one equal to the request, which follows
-it so the pod keeps its QoS class. Without a node in the cache nothing is capped.
+it so the pod keeps its QoS class, and a memory limit above the node's allocatable memory,
+which is lowered to it (the ceiling from the node: past it a limit protects nothing).
+Without a node in the cache nothing is capped.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def fit_to_node(
     if node is None:
         return tuple(wanted)
     room = free_room(node, others)
+    ceiling = free_room(node, ())[MEMORY]
     containers = {
         str(c.get("name")): c
         for c in (pod.get("spec") or {}).get("containers") or ()
@@ -91,5 +94,9 @@ def fit_to_node(
                 if limits.get(resource) == quantity:
                     limits[resource] = capped  # limit == request stays so (the QoS class)
                 requests[resource] = capped
+        limit, request = limits.get(MEMORY), requests.get(MEMORY)
+        if limit is not None and 0 < ceiling < limit.milli_value():
+            floor = request.milli_value() if request is not None else 0
+            limits[MEMORY] = Quantity.from_int(max(ceiling, floor) // 1000, Format.BINARY_SI)
         out.append(ContainerResources(res.name, requests, limits))
     return tuple(out)

@@ -6,14 +6,16 @@ Two recommender presets are named by :data:`VARIANTS`:
   ``model/aggregations_config.go``, ``updater/config``), with only the loop intervals
   shortened for one host;
 * ``inplace`` — the variant built for restart-free resizing (see docs/architecture.md,
-  "The recommender"): memory follows the last half hour (5-minute peaks, 15-minute
-  half-life, 3% margin) plus room for 1.25 times the workload's own largest recent rise
-  above its half-hour high (learned from its history, halving each day: thin for smooth
-  workloads, wide for bursty or stepwise ones), a reading above 93% of the limit asks for
+  "The recommender"): the memory request follows the last half hour (5-minute peaks,
+  15-minute half-life, 3% margin) and the memory limit is twice the request, capped at the
+  node (:mod:`.headroom`): a burst runs on memory the node has and nobody reserved, and
+  the next pass grows the request to cover it. A reading above 93% of the limit asks for
   8% more before any OOM, an OOM kill or pause puts a floor under the recommendation so
   the updater acts at once, kills in a row escalate the bump, the pod minimum is 64Mi
   instead of 250Mi, and the updater resizes a pod of any age 5% off its target, because an
-  in-place resize costs no restart. CPU keeps upstream's settings.
+  in-place resize costs no restart. CPU keeps upstream's settings. (The learned jump
+  margin, ``memory_jump_margin``, keeps room for bursts in the *request* instead; it is
+  what a VPA of Guaranteed pods, whose limits must equal their requests, can use.)
 
 Durations are seconds, memory is bytes, CPU is cores unless a name says millicores.
 """
@@ -190,6 +192,11 @@ class UpdaterSettings:
     (upstream's ``InProgressResizeUpdateTimeout``)."""
     updater_interval: float = 10.0
     """Seconds between updater passes (upstream: 60 s [--updater-interval])."""
+    memory_limit_headroom: float | None = None
+    """Our addition (None: off, as upstream). Each in-place resize writes the memory limit
+    at this multiple of the new request, capped at the node's allocatable memory, where
+    Kubernetes allows it (see :mod:`.headroom`): a burst uses memory the node has and no
+    one reserved, and the next pass grows the request to cover it."""
 
 
 VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
@@ -200,9 +207,6 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
             memory_aggregation_interval=300.0,
             memory_aggregation_interval_count=576,
             memory_safety_margin_fraction=0.03,
-            memory_jump_margin=1.25,
-            memory_jump_half_life=DAY,
-            memory_jump_window=HOUR / 2,
             memory_pressure_fraction=0.93,
             memory_pressure_bump=0.08,
             memory_event_floor_half_life=HOUR / 2,
@@ -210,7 +214,9 @@ VARIANTS: Final[dict[str, tuple[RecommenderSettings, UpdaterSettings]]] = {
             oom_escalation_window=600.0,
             confidence_interval_memory=2 * HOUR,
         ),
-        UpdaterSettings(pod_lifetime_update_threshold=0.0, update_threshold=0.05),
+        UpdaterSettings(
+            pod_lifetime_update_threshold=0.0, update_threshold=0.05, memory_limit_headroom=2.0
+        ),
     ),
 }
 """The named presets ``inplace replay --policy`` and the controller manager accept."""

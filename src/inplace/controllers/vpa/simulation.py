@@ -15,14 +15,20 @@ and per pod the requests it runs with. Every step of the trace, in this order:
    per container name, the peak of that container over every pod of the workload (all
    replicas, all runs, the whole trace); this is also the ``static-peak`` policy — and
    placed; pods that end are deleted;
-2. each container's usage is checked against its memory limit (equal to its memory
-   request): above it is an OOM kill, recorded as such; otherwise it is a usage sample;
-3. each ``recommender_interval`` the recommender writes every VPA's recommendation;
-4. each ``updater_interval`` the updater's :func:`~.updater.decide` runs for every VPA, with
+2. each ``updater_interval`` the updater's :func:`~.updater.decide` runs for every VPA, with
    ``updateMode: InPlaceOrRecreate`` and ``minReplicas: 1``; a resize that fits its node is
-   applied at once, one that fits the node only when emptier is ``Deferred`` (retried every
-   step), one larger than the node is ``Infeasible``; an eviction recreates the pod at once
-   through admission.
+   applied at once (a memory limit capped at the node's memory), one that fits the node
+   only when emptier is ``Deferred`` (retried every step), one larger than the node is
+   ``Infeasible``; an eviction recreates the pod at once through admission. A pod started
+   this step gets this pass before its first sample is judged: live, the updater passes
+   every 10 s, and one trace sample stands for a minute or five;
+3. each container's usage is checked against its memory limit (its request, unless the
+   updater gave it headroom, ``memory_limit_headroom``): above it is an OOM kill; and
+   where a node's containers together use more memory than it has, the kernel kills
+   those furthest above their requests until the rest fit (a *node-pressure* kill, counted
+   with the OOM kills); either is recorded as an OOM; otherwise it is a usage sample;
+4. each ``recommender_interval`` the recommender writes every VPA's recommendation, which
+   the next step's updater pass acts on.
 
 So the policies react once per trace step, and a rise between two samples is taken to
 happen at once, before any reaction: the harshest reading of a trace (live, the updater
@@ -31,7 +37,8 @@ bound for the live policy.
 
 The result counts what an operator cares about: relative slack
 ``sum(requested - used) / sum(requested)`` over all samples (used capped at the request),
-CPU demand above the request, OOM kills, resizes, evictions, and requested resource-hours.
+CPU demand above the request, OOM kills (and how many of them node pressure made), resizes,
+evictions, and requested resource-hours.
 """
 
 from __future__ import annotations
@@ -248,7 +255,8 @@ class ClusterSeries:
     memory_requested: array[float] = field(default_factory=_floats)
     """Bytes requested by the running pods."""
     memory_used: array[float] = field(default_factory=_floats)
-    """Bytes used by them, each capped at its limit (a killed container used its limit)."""
+    """Bytes used by them, each capped at its limit (a killed container used its limit);
+    above the requested line where bursts run on headroom."""
     ooms: list[float] = field(default_factory=list)
     pauses: list[float] = field(default_factory=list)
 
@@ -267,7 +275,9 @@ class PolicyResult:
     """Byte-seconds requested."""
     memory_used: float = 0.0
     ooms: int = 0
-    """OOM kills (a container restarted)."""
+    """OOM kills (a container restarted), node-pressure kills included."""
+    node_pressure_kills: int = 0
+    """Of ``ooms``: containers below their limit killed because their node ran out."""
     pauses: int = 0
     """Samples at which a container was paused at its memory limit (``+pause`` policies):
     each lasts until the resize lands (at most one trace step here)."""
@@ -331,11 +341,18 @@ class SimPod:
     started: float
     node: Node | None
     requests: dict[str, tuple[int, int]]
-    """Container → (CPU millicores, memory bytes) it runs with; the memory limit equals it."""
+    """Container → (CPU millicores, memory bytes) it runs with."""
+    limits: dict[str, int] = field(default_factory=dict)
+    """Container → memory limit, where it is above the request (else it equals it)."""
     desired: dict[str, tuple[int, int]] | None = None
     """A resize asked for and not yet applied."""
+    desired_limits: dict[str, int] = field(default_factory=dict)
     resize_reason: str = ""
     last_oom: dict[str, float] = field(default_factory=dict)
+
+    def limit(self, container: str) -> int:
+        request = self.requests[container][1]
+        return max(self.limits.get(container, request), request)
 
     def total(self, which: dict[str, tuple[int, int]] | None = None) -> tuple[int, int]:
         sizes = (which or self.requests).values()
@@ -381,14 +398,14 @@ class Simulation:
         for index, (offset, rows) in enumerate(self.trace.steps):
             self.now = EPOCH + offset
             self._lifecycle(offset)
-            self._observe(rows, step)
-            if self.recommender is not None and self.now - last_rec >= rec_interval:
-                last_rec = self.now
-                self._recommend()
             self._retry_deferred()
             if self.policy.updater is not None and self.now - last_upd >= upd_interval:
                 last_upd = self.now
                 self._update()
+            self._observe(rows, step)
+            if self.recommender is not None and self.now - last_rec >= rec_interval:
+                last_rec = self.now
+                self._recommend()
             if progress is not None:
                 progress(index + 1)
         return self.result
@@ -465,14 +482,20 @@ class Simulation:
         result = self.result
         requested = used = 0.0
         at = self.now - EPOCH
+        placed = []
         for row in rows:
             pod = self.pods.get(row.pod)
             if pod is None or pod.node is None:
                 result.unplaced_samples += 1
-                continue
+            else:
+                placed.append((row, pod))
+        squeezed = self._node_pressure(placed)
+        result.node_pressure_kills += len(squeezed)
+        for row, pod in placed:
             cpu_request, memory_request = pod.requests[row.container]
-            used_memory = row.memory
-            oom = used_memory > memory_request
+            limit = pod.limit(row.container)
+            oom = row.memory > limit or (row.pod, row.container) in squeezed
+            used_memory = min(row.memory, memory_request)
             if oom:
                 if self.policy.pause:
                     result.pauses += 1
@@ -480,9 +503,9 @@ class Simulation:
                 else:
                     result.ooms += 1
                     result.cluster.ooms.append(at)
-                used_memory = memory_request  # killed, or paused, at its limit
+                used_memory = memory_request  # killed, or paused: it used at least that
             requested += memory_request
-            used += used_memory
+            used += min(row.memory, limit)
             cpu_used = min(row.cpu_milli, cpu_request)
             result.cpu_requested += cpu_request / 1000.0 * step
             result.cpu_used += cpu_used / 1000.0 * step
@@ -504,7 +527,7 @@ class Simulation:
             vpa_key: VpaKey = (NAMESPACE, pod.workload)
             key = ContainerKey(pod.uid, row.container)
             if oom:
-                self.recommender.record_oom(vpa_key, key, self.now, memory_request)
+                self.recommender.record_oom(vpa_key, key, self.now, min(row.memory, limit))
                 pod.last_oom[row.container] = self.now
                 # The kill restarts the container; CPU was still used this step.
                 self.recommender.add_sample(
@@ -523,11 +546,37 @@ class Simulation:
                     cpu_millicores=row.cpu_milli,
                     memory_bytes=row.memory,
                     cpu_request_millicores=cpu_request,
-                    memory_limit_bytes=memory_request,
+                    memory_limit_bytes=limit,
                 )
         result.cluster.times.append(at)
         result.cluster.memory_requested.append(requested)
         result.cluster.memory_used.append(used)
+
+    def _node_pressure(self, placed: list[tuple[Row, SimPod]]) -> set[tuple[str, str]]:
+        """Containers the kernel kills because their node ran out of memory: those furthest
+        above their requests first (what upstream's ``oom_score_adj`` for Burstable pods
+        makes it choose), until the rest fit. Only limits above requests let a node's
+        usage pass its memory: requests never add up past it."""
+        usage: dict[str, int] = {}
+        candidates: dict[str, list[tuple[int, int, tuple[str, str]]]] = {}
+        for row, pod in placed:
+            assert pod.node is not None
+            used = min(row.memory, pod.limit(row.container))
+            usage[pod.node.name] = usage.get(pod.node.name, 0) + used
+            above = used - pod.requests[row.container][1]
+            if above > 0:
+                candidates.setdefault(pod.node.name, []).append(
+                    (above, used, (row.pod, row.container))
+                )
+        killed: set[tuple[str, str]] = set()
+        for node in self.nodes:
+            total = usage.get(node.name, 0)
+            for _, used, key in sorted(candidates.get(node.name, ()), reverse=True):
+                if total <= node.memory:
+                    break
+                killed.add(key)
+                total -= used
+        return killed
 
     # -- the VPA loops -----------------------------------------------------------------------
 
@@ -564,6 +613,7 @@ class Simulation:
                 pod = self.pods[decision.pod.split("/", 1)[1]]
                 if decision.action is Action.RESIZE:
                     desired = dict(pod.requests)
+                    limits = dict(pod.limits)
                     for res in decision.resources:
                         cpu, memory = desired[res.name]
                         if "cpu" in res.requests:
@@ -571,8 +621,14 @@ class Simulation:
                         if "memory" in res.requests:
                             memory = res.requests["memory"].value()
                         desired[res.name] = (cpu, memory)
-                    if desired != pod.requests:
+                        limits.pop(res.name, None)
+                        if "memory" in res.limits and pod.node is not None:  # node's ceiling
+                            limit = min(res.limits["memory"].value(), pod.node.memory)
+                            if limit > memory:
+                                limits[res.name] = limit
+                    if desired != pod.requests or limits != pod.limits:
                         pod.desired = desired
+                        pod.desired_limits = limits
                         self._try_resize(pod)
                 elif decision.action is Action.EVICT:
                     self._evict(pod)
@@ -596,9 +652,15 @@ class Simulation:
             return
         node.used_cpu += new_cpu - old_cpu
         node.used_memory += new_memory - old_memory
-        changed = [c for c, size in pod.desired.items() if pod.requests.get(c) != size]
+        changed = [
+            c
+            for c, size in pod.desired.items()
+            if pod.requests.get(c) != size or pod.limits.get(c) != pod.desired_limits.get(c)
+        ]
         pod.requests = pod.desired
+        pod.limits = pod.desired_limits
         pod.desired = None
+        pod.desired_limits = {}
         pod.resize_reason = ""
         self.result.resizes += 1
         if self.keep_series:
@@ -624,6 +686,7 @@ class Simulation:
     def _pod_object(self, pod: SimPod) -> dict[str, Any]:
         """The pod as the API would show it (what the updater reads)."""
         desired = pod.desired or pod.requests
+        limits = pod.desired_limits if pod.desired is not None else pod.limits
         conditions = []
         if pod.desired is not None and pod.resize_reason:
             conditions.append(
@@ -631,7 +694,8 @@ class Simulation:
             )
         statuses = []
         for name, size in pod.requests.items():
-            status: dict[str, Any] = {"name": name, "resources": _resources_json(size)}
+            resources = _resources_json(size, pod.limits.get(name))
+            status: dict[str, Any] = {"name": name, "resources": resources}
             oom_at = pod.last_oom.get(name)
             if oom_at is not None:
                 status["lastState"] = {
@@ -652,7 +716,7 @@ class Simulation:
             },
             "spec": {
                 "nodeName": pod.node.name if pod.node else "",
-                "containers": [_container_json(c, s) for c, s in desired.items()],
+                "containers": [_container_json(c, s, limits.get(c)) for c, s in desired.items()],
             },
             "status": {
                 "phase": "Running",
@@ -673,15 +737,21 @@ class _SimClock:
         return self._sim.now
 
 
-def _resources_json(size: tuple[int, int]) -> dict[str, Any]:
+def _resources_json(size: tuple[int, int], memory_limit: int | None = None) -> dict[str, Any]:
+    """A container's resources; the memory limit is the request unless one is given."""
     cpu, memory = size
-    cpu_q = str(Quantity.from_milli(cpu))
     memory_q = str(Quantity.from_int(memory))
-    return {"requests": {"cpu": cpu_q, "memory": memory_q}, "limits": {"memory": memory_q}}
+    limit_q = memory_q if memory_limit is None else str(Quantity.from_int(memory_limit))
+    return {
+        "requests": {"cpu": str(Quantity.from_milli(cpu)), "memory": memory_q},
+        "limits": {"memory": limit_q},
+    }
 
 
-def _container_json(name: str, size: tuple[int, int]) -> dict[str, Any]:
-    return {"name": name, "resources": _resources_json(size)}
+def _container_json(
+    name: str, size: tuple[int, int], memory_limit: int | None = None
+) -> dict[str, Any]:
+    return {"name": name, "resources": _resources_json(size, memory_limit)}
 
 
 def _vpa_object(workload: str, kind: str) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from inplace.api.vpa_policy import (
     updates_running_pods,
 )
 
+from .headroom import lacks_headroom, with_headroom
 from .settings import UpdaterSettings
 
 __all__ = [
@@ -431,6 +432,9 @@ def decide(
             keep, why = run.can_evict(pod)
         recs = pod_recommendations(pod, vpa)
         priority, accept_why = _accept(pod, vpa, recs, now, settings)
+        headroom = settings.memory_limit_headroom
+        if priority is None and headroom and recs and lacks_headroom(pod, recs, headroom):
+            priority, accept_why = pod_priority(recs), "memory limit without its headroom"
         if not keep:
             # Held back (budget, minReplicas, a resize in flight): a wait only if the pod
             # would otherwise be updated, so a held VPA can say why it does not act.
@@ -460,6 +464,8 @@ def decide(
             decided[key] = Decision(key, Action.WAIT, why)
             continue
         resources = tuple(container_resources(r) for r in recs)
+        if settings.memory_limit_headroom:
+            resources = with_headroom(resources, recs, pod, settings.memory_limit_headroom)
         if verdict == "deferred" and (
             mode == IN_PLACE_OR_RECREATE or _already_asked(pod, resources)
         ):
