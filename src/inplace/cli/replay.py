@@ -189,7 +189,7 @@ def _metrics(r: PolicyResult) -> list[tuple[str, str, str]]:
     return [
         ("memory slack", "memory slack", f"{r.memory_slack:.1%}"),
         ("memory-hours saved vs static-peak", "memory saved", saved),
-        ("OOM kills (of them, by node memory pressure)", "OOM kills", _kills(r)),
+        ("OOM kills (by node pressure)", "OOM kills", _kills(r)),
         ("pauses at the memory limit", "pauses", f"{r.pauses:,}"),
         ("CPU slack", "CPU slack", f"{r.cpu_slack:.1%}"),
         ("CPU demand above request", "CPU over request", f"{r.cpu_shortfall:.1%}"),
