@@ -279,6 +279,8 @@ def test_a_pod_on_target_without_headroom_is_resized_to_get_it_once() -> None:
     guaranteed = pod(limits={"cpu": "100m", "memory": "100Mi"})
     assert one(v, guaranteed, settings=HEADROOM).action is Action.NONE
     assert one(v, tight).action is Action.NONE
+    # Nor is a pod evicted for it: under Recreate the limit waits for a real update.
+    assert one(vpa("Recreate"), tight, settings=HEADROOM).action is Action.NONE
 
 
 def test_a_deferred_resize_falls_back_to_eviction_after_the_timeout() -> None:

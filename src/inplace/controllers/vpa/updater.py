@@ -18,6 +18,9 @@ Transcribed from upstream's ``updater`` (``logic/updater.go``, ``priority/``,
   ``in_progress_resize_timeout`` falls back to eviction. ``InPlace`` never evicts; an
   infeasible size is retried only once the recommendation asks for less.
 * ``Recreate`` (and ``Auto``, its deprecated name) evicts.
+* Our addition, ``memory_limit_headroom`` (off for upstream's settings): an in-place resize
+  writes each memory limit at that multiple of the request where :mod:`.headroom` allows
+  it, and a pod still at ``limit = request`` is resized once to get it (never evicted).
 
 The caller (the controller manager, or ``inplace replay``) carries out the decisions: a
 resize through ``pods/resize`` with :meth:`Decision.resize_body`, an eviction through the
@@ -433,7 +436,8 @@ def decide(
         recs = pod_recommendations(pod, vpa)
         priority, accept_why = _accept(pod, vpa, recs, now, settings)
         headroom = settings.memory_limit_headroom
-        if priority is None and headroom and recs and lacks_headroom(pod, recs, headroom):
+        if in_place and priority is None and headroom and lacks_headroom(pod, recs, headroom):
+            # Only in place: a pod is never evicted just to raise its limit.
             priority, accept_why = pod_priority(recs), "memory limit without its headroom"
         if not keep:
             # Held back (budget, minReplicas, a resize in flight): a wait only if the pod
