@@ -185,3 +185,33 @@ def test_the_vpa_naming_inplace_is_resized_in_place_the_default_ones_left_alone(
     assert plain is not None and plain["metadata"]["uid"] == first["plain"]["metadata"]["uid"]
     assert memory_request(plain) == Quantity.parse("100Mi")
     assert "Summary API" in operator.log.read_text()  # usage came through the node proxy
+
+
+@pytest.mark.usefixtures("node_3")
+def test_the_memory_limit_gets_its_headroom_through_kube_apiserver(
+    bed: Bed, operator: Operator
+) -> None:
+    """A Burstable pod written with ``limit = request`` (100Mi) using ~30Mi: the inplace
+    preset resizes it to its target with the memory limit at twice the new request, a
+    ``pods/resize`` that kube-apiserver's own validation accepts (same QoS class), applied by
+    the agent to the container's cgroup, the process untouched."""
+    bed.apply(on_node_3(grower("tight", grow_to_mib=20, limit="100Mi")))
+    first = running(bed, "tight")
+    pid = pid_of(first, "app")
+    bed.apply(vpa("tight", ["inplace"]))
+
+    def resized() -> dict[str, Any] | None:
+        pod = the_pod(bed, "tight")
+        if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
+            return None
+        actual = status_of(pod, "app").get("resources") or {}
+        spec = pod["spec"]["containers"][0]["resources"]
+        return pod if actual.get("limits", {}).get("memory") == spec["limits"]["memory"] else None
+
+    pod = wait_until(resized, timeout=120, interval=2, what="tight resized in place")
+    limit = Quantity.parse(pod["spec"]["containers"][0]["resources"]["limits"]["memory"])
+    assert limit.value() == 2 * memory_request(pod).value()
+    assert pod["status"]["qosClass"] == "Burstable"
+    assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+    assert pid_of(pod, "app") == pid and status_of(pod, "app")["restartCount"] == 0
+    assert int(cgroup_file(pid, "memory", "memory.limit_in_bytes")) == limit.value()
