@@ -30,12 +30,10 @@ from inplace.controllers.vpa.simulation import (
     POLICIES,
     PodSeries,
     PolicyResult,
-    Trace,
-    TraceError,
     default_nodes,
     iter_results,
-    read_trace,
 )
+from inplace.controllers.vpa.trace import Trace, TraceError, read_trace
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -10,7 +10,8 @@ import pytest
 
 from inplace.controllers.vpa.model import AggregateContainerState, ContainerState
 from inplace.controllers.vpa.settings import MIB
-from inplace.controllers.vpa.simulation import Policy, PolicyResult, Simulation, read_trace
+from inplace.controllers.vpa.simulation import Policy, PolicyResult, Simulation
+from inplace.controllers.vpa.trace import read_trace
 from tests.controllers.vpa.presets import LEARNING_JUMPS
 
 HOUR_STEPS = 60

@@ -1,5 +1,5 @@
-"""The replay: traces, the simulated cluster, and the metrics, on tiny hand-computed traces
-and on the shipped day trace."""
+"""The replay: the simulated cluster and the metrics, on tiny hand-computed traces and on
+the shipped day trace."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from inplace.controllers.vpa.settings import MIB, variant
-from inplace.controllers.vpa.simulation import (
-    Policy,
-    Simulation,
-    TraceError,
-    default_nodes,
-    read_trace,
-    workload_of,
-)
+from inplace.controllers.vpa.simulation import Policy, Simulation, default_nodes
+from inplace.controllers.vpa.trace import read_trace, workload_of
 
 TRACES = Path(__file__).parent / "traces"
 
@@ -38,35 +32,6 @@ def run(path: Path, policy: Policy, *, memory: int = 8 * 1024 * MIB) -> Simulati
     )
     sim.run()
     return sim
-
-
-def test_read_trace_accepts_quantities_and_times(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "time,pod,container,cpu,memory\n"
-        "0,web-0,main,250m,256Mi\n"
-        "60,web-0,main,0.5,268435456\n"
-        "2026-01-05T00:02:00Z,web-0,main,1,1Gi\n",
-    )
-    trace = read_trace(path)
-    assert [t for t, _ in trace.steps][:2] == [0.0, 60.0]
-    assert trace.peaks[("web-0", "main")] == (1000, 1024 * MIB)
-    assert trace.step == 60.0
-    assert workload_of("web-0") == "web" and workload_of("etl-run-3") == "etl-run"
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("0,web-0,main,1\n", "trace.csv:1: want time,pod,container,cpu,memory"),
-        ("0,web-0,main,1,1Gi\n60,web-0,main,lots,1Gi\n", "trace.csv:2:"),
-        ("0,web-0,main,-1,1Gi\n", "trace.csv:1: usage cannot be negative"),
-        ("time,pod,container,cpu,memory\n", "no samples"),
-    ],
-)
-def test_bad_traces_name_the_line(tmp_path: Path, text: str, message: str) -> None:
-    with pytest.raises(TraceError, match=message):
-        read_trace(write(tmp_path, text))
 
 
 def test_static_peak_slack_is_hand_computable(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inplace.controllers.vpa.simulation import read_trace, workload_of
+from inplace.controllers.vpa.trace import read_trace, workload_of
 
 TRACES = Path(__file__).parent / "traces"
 TOOL = Path(__file__).parents[3] / "tools" / "make_vpa_traces.py"
