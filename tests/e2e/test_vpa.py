@@ -9,6 +9,8 @@ One cluster for the module (checkpoints every 3 s so the restart test is short):
 * ``Initial``: the running pod keeps its size, a new pod starts at the recommendation with
   upstream's ``vpaUpdates``/``vpaObservedContainers`` annotations;
 * a container OOM-killed at its limit: the limit is raised at once (the reaction);
+* a Burstable pod at ``limit = request``: shrunk with its limit at twice the request (the
+  headroom), then a burst past the request is not a kill, and the request follows it;
 * a targetRef that does not exist, or of a kind not served: ``ConfigUnsupported``;
 * a StatefulSet's pod resized in place by its VPA; a one-replica Deployment under the
   default ``minReplicas`` left alone, its VPA saying why (``BelowMinReplicas``);
@@ -309,6 +311,94 @@ def test_off_and_initial_leave_running_pods_alone(cluster: Cluster) -> None:
 
 
 MODES = (("off", "Off"), ("initial", "Initial"))
+
+
+BURSTER = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: burst}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: burst}}
+  template:
+    metadata: {labels: {app: burst}}
+    spec:
+      containers:
+      - name: app
+        image: python
+        command:
+        - python3
+        - -c
+        - |
+          import os, time
+          print("pid", os.getpid(), flush=True)
+          def take(mib):
+              chunk = bytearray(mib * 2**20)
+              for i in range(0, len(chunk), 4096):
+                  chunk[i] = 1
+              return chunk
+          held = [take(40)]
+          time.sleep(BURST_AT)
+          held.append(take(40))
+          print("burst", flush=True)
+          time.sleep(3600)
+        resources:
+          requests: {cpu: 50m, memory: 100Mi}
+          limits: {memory: 100Mi}
+"""
+
+
+def memory_limit(pod: dict[str, Any]) -> Quantity:
+    return Quantity.parse(pod["spec"]["containers"][0]["resources"]["limits"]["memory"])
+
+
+def test_a_burst_within_the_headroom_is_not_a_kill_and_the_request_follows(
+    cluster: Cluster,
+) -> None:
+    """A Burstable pod written with ``limit = request`` (100Mi) using ~60Mi: the VPA shrinks
+    its request and gives its limit the headroom (twice the request). Then its process takes
+    40Mi more at once, past the new request and past what a limit kept at the request would
+    allow: it is not killed (same PID, no restart), and the VPA grows the request over it."""
+    burst_at = 60
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=BURSTER.replace("BURST_AT", str(burst_at)) + "---" + vpa("burst", "InPlace"),
+    )
+    first = wait_until(lambda: running_pod(cluster, "burst"), timeout=60, what="pod running")
+    pid = pid_of(first)
+
+    def headroom() -> dict[str, Any] | None:
+        pod = running_pod(cluster, "burst")
+        if pod is None or memory_request(pod) >= Quantity.parse("100Mi"):
+            return None
+        actual = pod["status"]["containerStatuses"][0].get("resources") or {}
+        applied = actual.get("limits", {}).get("memory") == str(memory_limit(pod))
+        return (
+            pod
+            if applied and memory_limit(pod).value() == 2 * memory_request(pod).value()
+            else None
+        )
+
+    # Well before the burst (a minute after the start): shrunk, with the headroom.
+    shrunk = wait_until(headroom, timeout=burst_at - 15, interval=1, what="the headroom")
+    before = memory_request(shrunk).value()
+
+    def grown() -> dict[str, Any] | None:
+        pod = running_pod(cluster, "burst")
+        return pod if pod is not None and memory_request(pod).value() > before * 1.4 else None
+
+    pod = wait_until(
+        grown, timeout=burst_at + 60, interval=1, what="the request grown over the burst"
+    )
+    assert "burst" in cluster.kubectl("logs", pod["metadata"]["name"]).stdout
+    assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+    assert pid_of(pod) == pid and psutil.pid_exists(pid)
+    status = pod["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 0 and "terminated" not in (status.get("lastState") or {})
+    assert memory_limit(pod).value() == 2 * memory_request(pod).value()
+    cluster.kubectl("delete", "deployment,vpa", "burst", "--wait=true", timeout=90)
 
 
 def test_an_oom_kill_raises_the_limit_at_once(cluster: Cluster) -> None:
