@@ -215,3 +215,59 @@ def test_the_memory_limit_gets_its_headroom_through_kube_apiserver(
     assert pod["metadata"]["uid"] == first["metadata"]["uid"]
     assert pid_of(pod, "app") == pid and status_of(pod, "app")["restartCount"] == 0
     assert int(cgroup_file(pid, "memory", "memory.limit_in_bytes")) == limit.value()
+
+
+QUOTA_NAMESPACE = "quota"
+
+
+@pytest.mark.usefixtures("node_3")
+def test_a_quota_that_refuses_the_headroom_gets_upstreams_limits(
+    bed: Bed, operator: Operator
+) -> None:
+    """In a namespace whose ResourceQuota caps ``limits.memory`` at 120Mi, the same pod at
+    ``limit = request = 100Mi``: kube-apiserver's quota admission refuses the resize with
+    the headroom (a 128Mi limit), so the updater sends it again with the limit as upstream
+    writes it (equal to the new request), and the pod is resized in place all the same."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "memory", "namespace": QUOTA_NAMESPACE},
+        "spec": {"hard": {"limits.memory": "120Mi"}},
+    }
+    workload = on_node_3(grower("capped", grow_to_mib=20, limit="100Mi")).replace(
+        'metadata:\n  name: "capped"',
+        f'metadata:\n  name: "capped"\n  namespace: {QUOTA_NAMESPACE}',
+    )
+    autoscaler = vpa("capped", ["inplace"]).replace(
+        'metadata: {name: "capped"}', f'metadata: {{name: "capped", namespace: {QUOTA_NAMESPACE}}}'
+    )
+    bed.kubectl("create", "namespace", QUOTA_NAMESPACE)
+    try:
+        bed.apply(json.dumps(quota))
+        bed.apply(workload)
+
+        def the_capped_pod() -> dict[str, Any] | None:
+            out = bed.kubectl("get", "pods", "-n", QUOTA_NAMESPACE, "-o", "json")
+            pods = json.loads(out.stdout)["items"]
+            statuses = pods[0]["status"].get("containerStatuses") or [] if len(pods) == 1 else []
+            return pods[0] if statuses and "running" in statuses[0]["state"] else None
+
+        first = dict(wait_until(the_capped_pod, timeout=90, what="capped running"))
+        pid = pid_of(first, "app")
+        bed.apply(autoscaler)
+
+        def resized() -> dict[str, Any] | None:
+            pod = the_capped_pod()
+            if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
+                return None
+            actual = status_of(pod, "app").get("resources") or {}
+            return pod if actual.get("requests", {}).get("memory") else None
+
+        pod = wait_until(resized, timeout=120, interval=2, what="capped resized in place")
+        resources = pod["spec"]["containers"][0]["resources"]
+        assert Quantity.parse(resources["limits"]["memory"]) == memory_request(pod)
+        assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+        assert pid_of(pod, "app") == pid and status_of(pod, "app")["restartCount"] == 0
+        assert "headroom refused" in operator.log.read_text()
+    finally:
+        bed.kubectl("delete", "namespace", QUOTA_NAMESPACE, "--wait=true", timeout=120)

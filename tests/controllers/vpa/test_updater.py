@@ -283,6 +283,25 @@ def test_a_pod_on_target_without_headroom_is_resized_to_get_it_once() -> None:
     assert one(vpa("Recreate"), tight, settings=HEADROOM).action is Action.NONE
 
 
+def test_a_resize_with_headroom_carries_upstreams_limits_and_a_refusal_is_remembered() -> None:
+    v = vpa(target=("100m", "300Mi"), lower=("50m", "200Mi"), upper=("200m", "1Gi"))
+    tight = pod(limits={"memory": "100Mi"})
+    decision = one(v, tight, settings=HEADROOM)
+    assert decision.resources[0].limits == {"memory": Quantity.parse("600Mi")}
+    # What to send if the API refuses that limit: the template's ratio, as upstream.
+    assert decision.without_headroom[0].limits == {"memory": Quantity.parse("300Mi")}
+    # Once refused for this pod, the headroom is neither written nor a reason to resize.
+    memory = UpdaterMemory()
+    memory.headroom_refused.add("uid-web-1")
+    again = one(v, tight, settings=HEADROOM, memory=memory)
+    assert again.resources[0].limits == {"memory": Quantity.parse("300Mi")}
+    assert not again.without_headroom
+    on_target = pod(memory="300Mi", limits={"memory": "300Mi"})
+    assert one(v, on_target, settings=HEADROOM, memory=memory).action is Action.NONE
+    memory.forget("default/web-1", "uid-web-1")
+    assert not memory.headroom_refused
+
+
 def test_a_deferred_resize_falls_back_to_eviction_after_the_timeout() -> None:
     memory = UpdaterMemory()
     v = vpa(lower=("1", "1Gi"))

@@ -470,18 +470,37 @@ class VpaController:
             for p in self.pods.by_index(NODE_INDEX, str((pod.get("spec") or {}).get("nodeName")))
             if key_of(p) != key_of(pod)
         ]
-        resources = fit_to_node(decision.resources, pod, node, others)
-        body = Decision(decision.pod, decision.action, decision.reason, resources).resize_body()
         meta = pod.get("metadata") or {}
-        try:
-            await self.client.resize_pod(str(meta.get("namespace")), str(meta.get("name")), body)
-        except APINotFoundError:
-            return
-        except APIError as exc:
-            self.updater_events.event(
-                with_type(pod, PODS), "Warning", "InPlaceResizeFailed", f"{exc}"
-            )
-            return
+        # First with the headroom; if the API refuses the raised limits (a ResourceQuota on
+        # limits.memory, a LimitRange's maximum: 403 or 422), again with the limits as
+        # upstream writes them, which the pod then keeps.
+        attempts = [decision.resources]
+        if decision.without_headroom:
+            attempts.append(decision.without_headroom)
+        for attempt, wanted in enumerate(attempts):
+            resources = fit_to_node(wanted, pod, node, others)
+            body = replace(decision, resources=resources).resize_body()
+            try:
+                await self.client.resize_pod(
+                    str(meta.get("namespace")), str(meta.get("name")), body
+                )
+                break
+            except APINotFoundError:
+                return
+            except APIError as exc:
+                if attempt + 1 < len(attempts) and exc.status in (403, 422):
+                    self.memory.headroom_refused.add(str(meta.get("uid")))
+                    log.info(
+                        "%s: %s: the memory limits' headroom refused (%s); upstream's limits",
+                        self.name,
+                        decision.pod,
+                        exc,
+                    )
+                    continue
+                self.updater_events.event(
+                    with_type(pod, PODS), "Warning", "InPlaceResizeFailed", f"{exc}"
+                )
+                return
         log.info("%s: resized %s in place (%s): %s", self.name, decision.pod, decision.reason, body)
         self.updater_events.event(
             with_type(pod, PODS),

@@ -19,6 +19,10 @@ asked for a memory limit:
 * the container has a memory limit (one without stays unlimited);
 * the pod is not ``Guaranteed``: a resize may not change a pod's QoS class, and a
   Guaranteed pod's limits must equal its requests.
+
+Where the API refuses the raised limit anyway (a ResourceQuota on ``limits.memory``, a
+LimitRange's maximum), the controller sends the resize again with upstream's limits
+(:attr:`~.updater.Decision.without_headroom`) and that pod keeps them.
 """
 
 from __future__ import annotations

@@ -82,6 +82,10 @@ class Decision:
     action: Action
     reason: str
     resources: tuple[ContainerResources, ...] = ()
+    without_headroom: tuple[ContainerResources, ...] = ()
+    """The same resize with the limits as upstream writes them, when the headroom changed
+    them: what the caller sends instead if the API refuses the raised limits (a
+    ResourceQuota on ``limits.memory``, a LimitRange's maximum)."""
 
     def resize_body(self) -> dict[str, Any]:
         """The strategic merge patch for ``pods/NAME/resize``."""
@@ -96,6 +100,8 @@ class UpdaterMemory:
     """Pod key → when its current in-place resize was asked for (or first seen in flight)."""
     infeasible: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Pod uid → per-container targets of a resize found infeasible (``InPlace`` mode)."""
+    headroom_refused: set[str] = field(default_factory=set)
+    """Pod uids whose raised memory limits the API refused: they keep upstream's limits."""
 
     def forget(self, pod: str, uid: str = "") -> None:
         """A pod is gone (``namespace/name``, uid): drop what is remembered about it. One
@@ -103,6 +109,7 @@ class UpdaterMemory:
         in flight."""
         self.resize_started.pop(pod, None)
         self.infeasible.pop(uid, None)
+        self.headroom_refused.discard(uid)
 
 
 @dataclass(frozen=True)
@@ -435,7 +442,7 @@ def decide(
             keep, why = run.can_evict(pod)
         recs = pod_recommendations(pod, vpa)
         priority, accept_why = _accept(pod, vpa, recs, now, settings)
-        headroom = settings.memory_limit_headroom
+        headroom = _headroom(pod, settings, memory)
         if in_place and priority is None and headroom and lacks_headroom(pod, recs, headroom):
             # Only in place: a pod is never evicted just to raise its limit.
             priority, accept_why = pod_priority(recs), "memory limit without its headroom"
@@ -467,9 +474,11 @@ def decide(
         if verdict == "cached":
             decided[key] = Decision(key, Action.WAIT, why)
             continue
-        resources = tuple(container_resources(r) for r in recs)
-        if settings.memory_limit_headroom:
-            resources = with_headroom(resources, recs, pod, settings.memory_limit_headroom)
+        plain = tuple(container_resources(r) for r in recs)
+        resources = plain
+        headroom = _headroom(pod, settings, memory)
+        if headroom:
+            resources = with_headroom(plain, recs, pod, headroom)
         if verdict == "deferred" and (
             mode == IN_PLACE_OR_RECREATE or _already_asked(pod, resources)
         ):
@@ -481,7 +490,8 @@ def decide(
         if group is not None:
             group.in_place_initiated += 1
         memory.resize_started[key] = now
-        ordered.append(Decision(key, Action.RESIZE, accepted_why, resources))
+        fallback = plain if resources != plain else ()
+        ordered.append(Decision(key, Action.RESIZE, accepted_why, resources, fallback))
     for pod, why in evictions:
         key = pod_key(pod)
         ok, refusal = run.can_evict(pod)
@@ -495,6 +505,15 @@ def decide(
     done = {d.pod for d in ordered}
     ordered.extend(decided[pod_key(p)] for p in live if pod_key(p) not in done)
     return ordered
+
+
+def _headroom(
+    pod: Mapping[str, Any], settings: UpdaterSettings, memory: UpdaterMemory
+) -> float | None:
+    """The memory limit headroom for this pod: none once the API refused it."""
+    if str(get_path(pod, "metadata", "uid")) in memory.headroom_refused:
+        return None
+    return settings.memory_limit_headroom
 
 
 def _already_asked(pod: Mapping[str, Any], resources: Sequence[ContainerResources]) -> bool:
