@@ -69,11 +69,13 @@ def grower(
     pause: bool = False,
     kind: str = "Deployment",
     step_seconds: float = 0.1,
+    burst_mib: int = 0,
 ) -> str:
     """A Deployment (or another ``kind`` with a replica count) of one pod whose process
     allocates ``grow_to_mib`` MiB in 10 MiB steps ``step_seconds`` apart, prints its PID,
     then sleeps; it requests 50m and 100Mi. ``pause``: paused at its memory limit instead of
-    OOM-killed (``inplace.dev/oom-kill-disable``)."""
+    OOM-killed (``inplace.dev/oom-kill-disable``). ``burst_mib``: once ``/tmp/burst`` appears
+    in the container (``kubectl exec``), that many MiB more at once, and ``burst`` printed."""
     limits = f"\n            limits: {{memory: {limit}}}" if limit else ""
     annotations = '\n      annotations: {"inplace.dev/oom-kill-disable": "true"}' if pause else ""
     service = f'\n  serviceName: "{name}"' if kind == "StatefulSet" else ""
@@ -100,12 +102,19 @@ spec:{service}
           import os, time
           print("pid", os.getpid(), flush=True)
           chunks = []
-          for _ in range({grow_to_mib // 10}):
-              chunk = bytearray(10 * 2**20)
+          def take(mib):
+              chunk = bytearray(mib * 2**20)
               for i in range(0, len(chunk), 4096):
                   chunk[i] = 1
               chunks.append(chunk)
+          for _ in range({grow_to_mib // 10}):
+              take(10)
               time.sleep({step_seconds})
+          if {burst_mib}:
+              while not os.path.exists("/tmp/burst"):
+                  time.sleep(0.2)
+              take({burst_mib})
+              print("burst", flush=True)
           time.sleep(3600)
         resources:
             requests: {{cpu: 50m, memory: 100Mi}}{limits}
@@ -313,41 +322,6 @@ def test_off_and_initial_leave_running_pods_alone(cluster: Cluster) -> None:
 MODES = (("off", "Off"), ("initial", "Initial"))
 
 
-BURSTER = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: burst}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: burst}}
-  template:
-    metadata: {labels: {app: burst}}
-    spec:
-      containers:
-      - name: app
-        image: python
-        command:
-        - python3
-        - -c
-        - |
-          import os, time
-          print("pid", os.getpid(), flush=True)
-          def take(mib):
-              chunk = bytearray(mib * 2**20)
-              for i in range(0, len(chunk), 4096):
-                  chunk[i] = 1
-              return chunk
-          held = [take(40)]
-          time.sleep(BURST_AT)
-          held.append(take(40))
-          print("burst", flush=True)
-          time.sleep(3600)
-        resources:
-          requests: {cpu: 50m, memory: 100Mi}
-          limits: {memory: 100Mi}
-"""
-
-
 def memory_limit(pod: dict[str, Any]) -> Quantity:
     return Quantity.parse(pod["spec"]["containers"][0]["resources"]["limits"]["memory"])
 
@@ -359,13 +333,8 @@ def test_a_burst_within_the_headroom_is_not_a_kill_and_the_request_follows(
     its request and gives its limit the headroom (twice the request). Then its process takes
     40Mi more at once, past the new request and past what a limit kept at the request would
     allow: it is not killed (same PID, no restart), and the VPA grows the request over it."""
-    burst_at = 60
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=BURSTER.replace("BURST_AT", str(burst_at)) + "---" + vpa("burst", "InPlace"),
-    )
+    workload = grower("burst", grow_to_mib=40, limit="100Mi", burst_mib=40)
+    cluster.kubectl("apply", "-f", "-", input=workload + "---" + vpa("burst", "InPlace"))
     first = wait_until(lambda: running_pod(cluster, "burst"), timeout=60, what="pod running")
     pid = pid_of(first)
 
@@ -375,24 +344,20 @@ def test_a_burst_within_the_headroom_is_not_a_kill_and_the_request_follows(
             return None
         actual = pod["status"]["containerStatuses"][0].get("resources") or {}
         applied = actual.get("limits", {}).get("memory") == str(memory_limit(pod))
-        return (
-            pod
-            if applied and memory_limit(pod).value() == 2 * memory_request(pod).value()
-            else None
-        )
+        doubled = memory_limit(pod).value() == 2 * memory_request(pod).value()
+        return pod if applied and doubled else None
 
-    # Well before the burst (a minute after the start): shrunk, with the headroom.
-    shrunk = wait_until(headroom, timeout=burst_at - 15, interval=1, what="the headroom")
+    shrunk = wait_until(headroom, timeout=90, interval=1, what="shrunk, with the headroom")
     before = memory_request(shrunk).value()
+    name = shrunk["metadata"]["name"]
+    cluster.kubectl("exec", name, "--", "python3", "-c", "open('/tmp/burst', 'w')")
 
     def grown() -> dict[str, Any] | None:
         pod = running_pod(cluster, "burst")
         return pod if pod is not None and memory_request(pod).value() > before * 1.4 else None
 
-    pod = wait_until(
-        grown, timeout=burst_at + 60, interval=1, what="the request grown over the burst"
-    )
-    assert "burst" in cluster.kubectl("logs", pod["metadata"]["name"]).stdout
+    pod = wait_until(grown, timeout=60, interval=1, what="the request grown over the burst")
+    assert "burst" in cluster.kubectl("logs", name).stdout
     assert pod["metadata"]["uid"] == first["metadata"]["uid"]
     assert pid_of(pod) == pid and psutil.pid_exists(pid)
     status = pod["status"]["containerStatuses"][0]
