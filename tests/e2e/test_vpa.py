@@ -74,8 +74,9 @@ def grower(
     """A Deployment (or another ``kind`` with a replica count) of one pod whose process
     allocates ``grow_to_mib`` MiB in 10 MiB steps ``step_seconds`` apart, prints its PID,
     then sleeps; it requests 50m and 100Mi. ``pause``: paused at its memory limit instead of
-    OOM-killed (``inplace.dev/oom-kill-disable``). ``burst_mib``: once ``/tmp/burst`` appears
-    in the container (``kubectl exec``), that many MiB more at once, and ``burst`` printed."""
+    OOM-killed (``inplace.dev/oom-kill-disable``). ``burst_mib``: once the named pipe
+    ``/tmp/burst`` is written to (``kubectl exec``), that many MiB more at once, and
+    ``burst`` printed."""
     limits = f"\n            limits: {{memory: {limit}}}" if limit else ""
     annotations = '\n      annotations: {"inplace.dev/oom-kill-disable": "true"}' if pause else ""
     service = f'\n  serviceName: "{name}"' if kind == "StatefulSet" else ""
@@ -111,8 +112,8 @@ spec:{service}
               take(10)
               time.sleep({step_seconds})
           if {burst_mib}:
-              while not os.path.exists("/tmp/burst"):
-                  time.sleep(0.2)
+              os.mkfifo("/tmp/burst")
+              open("/tmp/burst").read()  # until a writer opens it and closes it
               take({burst_mib})
               print("burst", flush=True)
           time.sleep(3600)
@@ -350,7 +351,7 @@ def test_a_burst_within_the_headroom_is_not_a_kill_and_the_request_follows(
     shrunk = wait_until(headroom, timeout=90, interval=1, what="shrunk, with the headroom")
     before = memory_request(shrunk).value()
     name = shrunk["metadata"]["name"]
-    cluster.kubectl("exec", name, "--", "python3", "-c", "open('/tmp/burst', 'w')")
+    cluster.kubectl("exec", name, "--", "python3", "-c", "open('/tmp/burst', 'w').close()")
 
     def grown() -> dict[str, Any] | None:
         pod = running_pod(cluster, "burst")
