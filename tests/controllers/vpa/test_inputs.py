@@ -8,6 +8,7 @@ from inplace.api.memorypause import paused_message
 from inplace.controllers.vpa.inputs import (
     Sample,
     container_memory,
+    memory_at_event,
     oom_kills,
     paused_containers,
     selects_recommender,
@@ -115,3 +116,10 @@ def test_a_vpa_is_the_recommenders_it_names() -> None:
     ]
     for vpa, name, chosen in table:
         assert selects_recommender(vpa, name) is chosen, (vpa, name)
+
+
+def test_memory_at_an_event_is_the_request_for_a_kill_and_the_limit_for_a_pause() -> None:
+    mib = 2**20
+    assert memory_at_event(100 * mib, 200 * mib, kill=True) == 100 * mib  # upstream's rule
+    assert memory_at_event(100 * mib, 200 * mib, kill=False) == 200 * mib  # paused there
+    assert memory_at_event(100 * mib, None, kill=False) == 100 * mib

@@ -77,6 +77,9 @@ def test_a_node_out_of_memory_kills_the_container_furthest_above_its_request(
     assert result.node_pressure_kills == result.ooms == 1
     assert result.series[("a-0", "main")].ooms == [90 * 60]  # the furthest above its request
     assert not result.series[("b-0", "main")].ooms and not result.series[("c-0", "main")].ooms
+    # Pods opted into pausing at their limit are killed all the same: the node is out.
+    paused = run(trace, Policy.of("inplace+pause"), memory=1024 * MIB).result
+    assert paused.node_pressure_kills == paused.ooms == 1 and paused.pauses == 0
     # Under upstream each limit is its request: the bursts are kills of their own.
     upstream = run(trace, Policy.of("upstream"), memory=1024 * MIB).result
     assert upstream.node_pressure_kills == 0 < upstream.ooms

@@ -65,6 +65,7 @@ from .fit import fit_to_node
 from .inputs import (
     container_memory,
     cpu_request_millicores,
+    memory_at_event,
     oom_kills,
     paused_containers,
     selects_recommender,
@@ -196,8 +197,7 @@ class VpaController:
         for container, at, kill in fresh:
             self.seen_events.add((uid, container, at))
             request, limit = container_memory(pod, container)
-            # A pause happens at the limit: the memory in use is the limit.
-            used = request if kill else max(request, limit or 0)
+            used = memory_at_event(request, limit, kill=kill)
             if self.recommender.record_oom(key, ContainerKey(uid, container), at, used):
                 log.info(
                     "%s %s/%s: %s of container %s recorded",

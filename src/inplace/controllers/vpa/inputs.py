@@ -8,7 +8,8 @@ Pure functions over JSON, so the controller stays thin and the rules are table-t
   ``OOMKilled``, with the kill's time (one event per kill: the time identifies it);
 * :func:`paused_containers` — the containers a ``MemoryPaused=True`` condition names, with
   the time the pause began (the condition's ``lastTransitionTime``);
-* :func:`container_memory` — a container's memory request and limit, in bytes;
+* :func:`container_memory` — a container's memory request and limit, in bytes, and
+  :func:`memory_at_event` — what an OOM kill or a pause says was in use;
 * :func:`selects_recommender` — whether a VPA is a named recommender's (``spec.recommenders``).
 
 PodMetrics themselves come from :mod:`inplace.controllers.usage` (shared with the rescuer).
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_RECOMMENDER",
     "Sample",
     "container_memory",
+    "memory_at_event",
     "oom_kills",
     "paused_containers",
     "selects_recommender",
@@ -108,6 +110,13 @@ def container_memory(pod: Mapping[str, Any], name: str) -> tuple[int, int | None
                 limit.value() if limit is not None else None,
             )
     return 0, None
+
+
+def memory_at_event(request: int, limit: int | None, *, kill: bool) -> int:
+    """The memory an OOM kill (``kill``) or a pause at the limit says the container was
+    using, which the recommender bumps: the request for a kill, as upstream's OOM observer
+    takes it; the limit for a pause, which happens there."""
+    return request if kill else max(request, limit or 0)
 
 
 def cpu_request_millicores(pod: Mapping[str, Any], name: str) -> int:

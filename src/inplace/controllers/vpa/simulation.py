@@ -50,6 +50,7 @@ from inplace.api.quantity import Quantity
 from inplace.api.timestamps import parse_rfc3339, rfc3339
 from inplace.api.vpa_policy import pod_container_resources
 
+from .inputs import memory_at_event
 from .recommender import ContainerKey, Recommender, VpaKey
 from .settings import RecommenderSettings, UpdaterSettings, variant
 from .trace import Row, Trace, workload_of
@@ -379,10 +380,13 @@ class Simulation:
         for row, pod in placed:
             cpu_request, memory_request = pod.requests[row.container]
             limit = pod.limit(row.container)
-            oom = row.memory > limit or (row.pod, row.container) in squeezed
+            squeezed_here = (row.pod, row.container) in squeezed
+            oom = row.memory > limit or squeezed_here
+            # The pause is the memory cgroup's; a node out of memory kills all the same.
+            paused = oom and self.policy.pause and not squeezed_here
             used_memory = min(row.memory, memory_request)
             if oom:
-                if self.policy.pause:
+                if paused:
                     result.pauses += 1
                     result.cluster.pauses.append(at)
                 else:
@@ -412,7 +416,8 @@ class Simulation:
             vpa_key: VpaKey = (NAMESPACE, pod.workload)
             key = ContainerKey(pod.uid, row.container)
             if oom:
-                self.recommender.record_oom(vpa_key, key, self.now, min(row.memory, limit))
+                used_at = memory_at_event(memory_request, limit, kill=not paused)
+                self.recommender.record_oom(vpa_key, key, self.now, used_at)
                 pod.last_oom[row.container] = self.now
                 # The kill restarts the container; CPU was still used this step.
                 self.recommender.add_sample(
