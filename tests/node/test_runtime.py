@@ -241,7 +241,7 @@ async def test_readoption_after_agent_restart(driver: NoneDriver, tmp_path: Path
         waiter = asyncio.ensure_future(second.wait(adopted))
         await asyncio.sleep(0)
         assert not waiter.done()
-        gate.touch()
+        await asyncio.to_thread(gate.write_text, "")
         status = await asyncio.wait_for(waiter, 60)
         assert (status.exit_code, status.signal, status.unknown) == (42, None, False)
     finally:
@@ -259,10 +259,8 @@ async def test_a_workload_started_under_the_python_shim_is_adopted_by_an_agent_w
     assert shim_program.native_program(), "pip install -e . builds the shim's native half"
     before = ProcessRuntime(driver, waiter=None)
     gate = tmp_path / "gate"
-    code = (
-        f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
-        "raise SystemExit(5)"
-    )
+    os.mkfifo(gate)  # the workload waits on it until the test writes to it
+    code = f"open({str(gate)!r}).read()\nraise SystemExit(5)"
     proc = await before.start(make_spec(tmp_path, python_cmd(code)))
     try:
         state = json.loads(Path(proc.log_path + STATE_SUFFIX).read_text())
@@ -274,7 +272,7 @@ async def test_a_workload_started_under_the_python_shim_is_adopted_by_an_agent_w
             make_spec(tmp_path, python_cmd("raise SystemExit(6)"), name="new")
         )
         assert (await asyncio.wait_for(after.wait(fresh), 60)).exit_code == 6
-        gate.touch()
+        await asyncio.to_thread(gate.write_text, "")
         status = await asyncio.wait_for(after.wait(adopted), 60)
         assert (status.exit_code, status.signal, status.unknown) == (5, None, False)
     finally:
@@ -406,7 +404,7 @@ async def test_workload_survives_sigkill_of_the_agent(driver: NoneDriver, tmp_pa
         proc = runtime.adopt(pid, start_time, log)
         assert proc is not None
         assert runtime.is_alive(proc)  # the SIGKILL of the agent did not reach the workload
-        gate.touch()
+        await asyncio.to_thread(gate.write_text, "")
         status = await asyncio.wait_for(runtime.wait(proc), 60)
         assert (status.exit_code, status.unknown) == (42, False)
         assert "finished" in Path(log).read_text()
