@@ -12,8 +12,16 @@ without replacing them, then the step that gives the real controller its workloa
 * **StatefulSet** and **DaemonSet** (held at ``OnDelete``): once the controller has made the
   update revision for the current generation, relabel every pod whose change to it is
   in-place-able (:func:`~inplace.controllers.workloadresize.revisions.in_place_labels`; a
-  StatefulSet's pods below the user's ``partition`` stay), then restore the user's update
-  strategy: the pods left at an older revision roll out under it, as upstream's.
+  StatefulSet's pods below the user's ``partition`` stay); wait until the controller's
+  status counts every relabelled pod as updated (``updatedReplicas``,
+  ``updatedNumberScheduled``), then restore the user's update strategy: the pods left at an
+  older revision roll out under it, as upstream's.
+
+  The wait is what keeps the relabelled pods: the real controller reads pods and its
+  workload from two informers, and the restore can reach it before the relabels do. A
+  RollingUpdate sync on that stale view would replace the highest-ordinal pod it still
+  believes old. A status that counts a relabel was computed from a pod cache holding it,
+  and caches only move forward, so the sync after the restore sees it too.
 
 Each call returns the next steps only; the controller carries them out and looks again, so
 a crash between two steps resumes where it stopped.
@@ -141,6 +149,17 @@ def _partition(strategy: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
+def _labelled(pod: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """``pod`` carries every one of ``labels`` (it counts as at the update revision)."""
+    have = _meta(pod).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+def _node_of(pod: Mapping[str, Any]) -> str:
+    """The node a daemon pod stands for: its node, or itself while it has none."""
+    return str((pod.get("spec") or {}).get("nodeName") or f"pod/{_meta(pod).get('name')}")
+
+
 def _relabels(
     pods: Iterable[Obj], revisions: Sequence[Obj], update: Obj, labels: dict[str, str]
 ) -> list[Step]:
@@ -164,9 +183,16 @@ def stateful_set_plan(
     if not _observed(sts) or update is None:
         return [Wait("the statefulset controller has not yet made the update revision")]
     partition = _partition(strategy)
+    pods = list(pods)
     held_pods = [p for p in pods if _ordinal(p) >= partition]
-    steps = _relabels(held_pods, revisions, update, {REVISION_HASH_LABEL: str(name)})
-    return steps or [_restore({"updateStrategy": strategy}, "update strategy restored")]
+    labels = {REVISION_HASH_LABEL: str(name)}
+    steps = _relabels(held_pods, revisions, update, labels)
+    if steps:
+        return steps
+    updated = sum(1 for p in pods if _labelled(p, labels))
+    if int((sts.get("status") or {}).get("updatedReplicas") or 0) < updated:
+        return [Wait("the statefulset controller has not yet counted the relabelled pods")]
+    return [_restore({"updateStrategy": strategy}, "update strategy restored")]
 
 
 def daemon_set_plan(
@@ -188,5 +214,12 @@ def daemon_set_plan(
         REVISION_HASH_LABEL: str((_meta(update).get("labels") or {}).get(REVISION_HASH_LABEL)),
         TEMPLATE_GENERATION: str(generation),
     }
+    pods = list(pods)
     steps = _relabels(pods, revisions, update, labels)
-    return steps or [_restore({"updateStrategy": strategy}, "update strategy restored")]
+    if steps:
+        return steps
+    # The controller counts nodes, each by its pod (upstream's ``updatedNumberScheduled``).
+    nodes = {_node_of(p) for p in pods if _labelled(p, labels)}
+    if int((ds.get("status") or {}).get("updatedNumberScheduled") or 0) < len(nodes):
+        return [Wait("the daemonset controller has not yet counted the relabelled pods")]
+    return [_restore({"updateStrategy": strategy}, "update strategy restored")]
