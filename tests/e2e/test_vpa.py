@@ -122,6 +122,18 @@ spec:{service}
 """
 
 
+def wait_grown(pid: int, mib: int) -> None:
+    """Until the grower ``pid`` holds its ``mib`` MiB. A VPA made earlier may, on a loaded
+    machine, see part of the growth and resize the pod to that first: a right answer, but not
+    the one a test of "resized to what it uses" waits for."""
+    wait_until(
+        lambda: psutil.Process(pid).memory_info().rss >= mib * MiB,
+        timeout=60,
+        interval=0.2,
+        what=f"the grower holding {mib} MiB",
+    )
+
+
 def vpa(
     name: str,
     mode: str,
@@ -186,6 +198,7 @@ def test_in_place_or_recreate_resizes_the_running_pod(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", "-", input=grower("grow", grow_to_mib=300))
     first = wait_until(lambda: running_pod(cluster, "grow"), timeout=60, what="pod running")
     pid = pid_of(first)
+    wait_grown(pid, 300)
     cluster.kubectl("apply", "-f", "-", input=vpa("grow", "InPlaceOrRecreate"))
 
     def resized_to_target() -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ import pytest
 
 from inplace.api.quantity import Quantity
 from inplace.registry.schema import CRD_FILES, crd
-from tests.e2e.test_vpa import UPDATE_THRESHOLD, grower
+from tests.e2e.test_vpa import UPDATE_THRESHOLD, grower, wait_grown
 from tests.poll import wait_until
 
 from .conftest import Bed, cgroup_file, pid_of, status_of
@@ -146,6 +146,7 @@ def test_the_vpa_naming_inplace_is_resized_in_place_the_default_ones_left_alone(
     )
     first = {app: running(bed, app) for app in ("grow", "plain")}
     pid = pid_of(first["grow"], "app")
+    wait_grown(pid, 300)
     bed.apply(vpa("grow", ["inplace"]) + "---" + vpa("plain", None))
 
     def resized_to_target() -> dict[str, Any] | None:
