@@ -3,7 +3,9 @@ upstream's VPA CRDs installed, no metrics-server (so usage comes from the node a
 API through kube-apiserver's node proxy), a Deployment whose process grows past its memory
 request with a VPA naming the ``inplace`` recommender is resized in place (same UID and PID, no
 restart, the CPU request in the cgroup); a VPA without ``recommenders`` (the default
-recommender's) is left alone: no status, no checkpoint, its pod untouched.
+recommender's) is left alone: no status, no checkpoint, its pod untouched. The memory limit's
+headroom through kube-apiserver's resize validation; a quota that refuses it; an API that
+forbids lowering a memory limit, as 1.33's does.
 
 The CRDs are built from the upstream CRD the project vendors (``inplace.registry.schema.crd``,
 transcribed from kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml):
@@ -272,3 +274,136 @@ def test_a_quota_that_refuses_the_headroom_gets_upstreams_limits(
         assert "headroom refused" in operator.log.read_text()
     finally:
         bed.kubectl("delete", "namespace", QUOTA_NAMESPACE, "--wait=true", timeout=120)
+
+
+OLD_API_NAMESPACE = "limits-kept"
+
+FORBID_LIMIT_DECREASE = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": "memory-limits-cannot-be-decreased"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["UPDATE"],
+                    "resources": ["pods/resize"],
+                }
+            ]
+        },
+        "validations": [
+            {
+                "expression": (
+                    "object.spec.containers.all(c, !has(c.resources.limits)"
+                    " || !('memory' in c.resources.limits)"
+                    " || oldObject.spec.containers.all(o, o.name != c.name"
+                    " || !has(o.resources.limits) || !('memory' in o.resources.limits)"
+                    " || quantity(c.resources.limits['memory'])"
+                    ".compareTo(quantity(o.resources.limits['memory'])) >= 0))"
+                ),
+                "message": (
+                    "spec.containers[0].resources.limits[memory]: Forbidden: memory limits"
+                    " cannot be decreased unless resizePolicy is RestartContainer"
+                ),
+                "reason": "Invalid",
+            }
+        ],
+    },
+}
+"""Kubernetes 1.33's rule, as its API server words it (422): the bed runs 1.36, which lets a
+resize lower a memory limit, so the rule is put back for one namespace by a policy."""
+
+
+@pytest.mark.usefixtures("node_3")
+def test_an_api_that_forbids_lowering_a_memory_limit_gets_the_limit_kept(
+    bed: Bed, operator: Operator
+) -> None:
+    """A Burstable pod requesting 100Mi with a 300Mi limit, using ~30Mi, where the API
+    refuses to lower a memory limit as 1.33's does: the shrink (the limit in the template's
+    ratio to the new request, below 300Mi) is refused, the updater sends it again with the
+    limit kept, and the pod is resized in place all the same (its request lowered, its
+    limit and its cgroup's at 300Mi, the same PID)."""
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "memory-limits-cannot-be-decreased"},
+        "spec": {
+            "policyName": "memory-limits-cannot-be-decreased",
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": OLD_API_NAMESPACE}
+                }
+            },
+        },
+    }
+    workload = on_node_3(grower("kept", grow_to_mib=20, limit="300Mi")).replace(
+        'metadata:\n  name: "kept"', f'metadata:\n  name: "kept"\n  namespace: {OLD_API_NAMESPACE}'
+    )
+    autoscaler = vpa("kept", ["inplace"]).replace(
+        'metadata: {name: "kept"}', f'metadata: {{name: "kept", namespace: {OLD_API_NAMESPACE}}}'
+    )
+    bed.kubectl("create", "namespace", OLD_API_NAMESPACE)
+    try:
+        bed.apply(json.dumps(FORBID_LIMIT_DECREASE))
+        bed.apply(json.dumps(binding))
+
+        def the_kept_pod() -> dict[str, Any] | None:
+            out = bed.kubectl("get", "pods", "-n", OLD_API_NAMESPACE, "-o", "json")
+            pods = json.loads(out.stdout)["items"]
+            statuses = pods[0]["status"].get("containerStatuses") or [] if len(pods) == 1 else []
+            return pods[0] if statuses and "running" in statuses[0]["state"] else None
+
+        bed.apply(workload)
+        first = dict(wait_until(the_kept_pod, timeout=90, what="kept running"))
+        pid = pid_of(first, "app")
+        # The policy is in force once a lowered limit is refused as 1.33 refuses it (a
+        # server-side dry run: admission runs, nothing is written).
+        shrunk = {"memory": "90Mi"}
+        lowered = json.dumps(
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "app", "resources": {"requests": shrunk, "limits": shrunk}}
+                    ]
+                }
+            }
+        )
+
+        def refused() -> bool:
+            out = bed.kubectl(
+                *("patch", "pod", first["metadata"]["name"], "-n", OLD_API_NAMESPACE),
+                *("--subresource", "resize", "--dry-run=server", "-p", lowered),
+                check=False,
+            )
+            return "memory limits cannot be decreased" in out.stderr
+
+        wait_until(refused, timeout=30, interval=1, what="the policy in force")
+        bed.apply(autoscaler)
+
+        def resized() -> dict[str, Any] | None:
+            pod = the_kept_pod()
+            if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
+                return None
+            actual = status_of(pod, "app").get("resources") or {}
+            return pod if actual.get("requests", {}).get("memory") else None
+
+        pod = wait_until(resized, timeout=120, interval=2, what="kept resized in place")
+        resources = pod["spec"]["containers"][0]["resources"]
+        assert memory_request(pod) < Quantity.parse("100Mi")
+        assert Quantity.parse(resources["limits"]["memory"]) == Quantity.parse("300Mi")
+        assert pod["metadata"]["uid"] == first["metadata"]["uid"]
+        assert pid_of(pod, "app") == pid and status_of(pod, "app")["restartCount"] == 0
+        assert int(cgroup_file(pid, "memory", "memory.limit_in_bytes")) == 300 * 2**20
+        assert "lowering a memory limit refused" in operator.log.read_text()
+    finally:
+        bed.kubectl("delete", "namespace", OLD_API_NAMESPACE, "--wait=true", timeout=120)
+        bed.kubectl(
+            "delete",
+            "validatingadmissionpolicybinding,validatingadmissionpolicy",
+            "memory-limits-cannot-be-decreased",
+            check=False,
+        )

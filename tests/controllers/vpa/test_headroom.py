@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from inplace.api.quantity import Quantity
-from inplace.api.vpa_policy import container_resources, pod_recommendations
-from inplace.controllers.vpa.headroom import lacks_headroom, with_headroom
+from inplace.api.vpa_policy import ContainerResources, container_resources, pod_recommendations
+from inplace.controllers.vpa.headroom import keeping_memory_limits, lacks_headroom, with_headroom
 
 Q = Quantity.parse
 
@@ -100,3 +100,28 @@ def test_lacks_headroom_only_while_the_limit_is_the_request() -> None:
     assert not lacks_headroom(tight, pod_recommendations(tight, the_vpa), 1.0)
     assert not lacks_headroom(roomy, pod_recommendations(roomy, the_vpa), 2.0)
     assert not lacks_headroom(guaranteed, pod_recommendations(guaranteed, the_vpa), 2.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "running", "wanted", "sent"),
+    [
+        # A lowered limit is kept where the container runs with it (1.33 forbids lowering).
+        ("lowered", {"memory": "900Mi"}, {"memory": "600Mi"}, "900Mi"),
+        # A raised or equal limit goes as it is.
+        ("raised", {"memory": "400Mi"}, {"memory": "600Mi"}, "600Mi"),
+        ("equal", {"memory": "600Mi"}, {"memory": "600Mi"}, "600Mi"),
+        # A container without a memory limit, or a resize that writes none: nothing to keep.
+        ("unlimited", None, {"memory": "600Mi"}, "600Mi"),
+        ("not written", {"memory": "900Mi"}, {}, None),
+    ],
+)
+def test_keeping_memory_limits(
+    name: str, running: dict[str, str] | None, wanted: dict[str, str], sent: str | None
+) -> None:
+    the_pod = pod({"cpu": "100m", "memory": "400Mi"}, running)
+    limits = {k: Q(v) for k, v in wanted.items()}
+    resize = ContainerResources("main", {"memory": Q("300Mi")}, limits)
+    (res,) = keeping_memory_limits((resize,), the_pod)
+    assert res.requests == {"memory": Q("300Mi")}, name
+    limit = res.limits.get("memory")
+    assert limit == (None if sent is None else Q(sent)), name

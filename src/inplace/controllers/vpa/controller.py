@@ -62,6 +62,7 @@ from ..usage import PodMetricsSource
 from ..workloads import WorkloadLookup
 from .checkpoint import checkpoint_objects, checkpoint_patch, load_checkpoints
 from .fit import fit_to_node
+from .headroom import LIMIT_DECREASE_FORBIDDEN, keeping_memory_limits
 from .inputs import (
     container_memory,
     cpu_request_millicores,
@@ -473,12 +474,14 @@ class VpaController:
         meta = pod.get("metadata") or {}
         # First with the headroom; if the API refuses the raised limits (a ResourceQuota on
         # limits.memory, a LimitRange's maximum: 403 or 422), again with the limits as
-        # upstream writes them, which the pod then keeps.
+        # upstream writes them, which the pod then keeps. An API server that forbids lowering
+        # a memory limit (1.33) gets the same resize with the limits kept where they are.
         attempts = [decision.resources]
         if decision.without_headroom:
             attempts.append(decision.without_headroom)
-        for attempt, wanted in enumerate(attempts):
-            resources = fit_to_node(wanted, pod, node, others)
+        limits_kept = False
+        while attempts:
+            resources = fit_to_node(attempts.pop(0), pod, node, others)
             body = replace(decision, resources=resources).resize_body()
             try:
                 await self.client.resize_pod(
@@ -488,7 +491,17 @@ class VpaController:
             except APINotFoundError:
                 return
             except APIError as exc:
-                if attempt + 1 < len(attempts) and exc.status in (403, 422):
+                if not limits_kept and exc.status == 422 and LIMIT_DECREASE_FORBIDDEN in str(exc):
+                    limits_kept = True
+                    attempts.insert(0, keeping_memory_limits(resources, pod))
+                    log.info(
+                        "%s: %s: lowering a memory limit refused (%s); the limits kept",
+                        self.name,
+                        decision.pod,
+                        exc,
+                    )
+                    continue
+                if attempts and exc.status in (403, 422):
                     self.memory.headroom_refused.add(str(meta.get("uid")))
                     log.info(
                         "%s: %s: the memory limits' headroom refused (%s); upstream's limits",

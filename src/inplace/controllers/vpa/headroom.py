@@ -23,6 +23,12 @@ asked for a memory limit:
 Where the API refuses the raised limit anyway (a ResourceQuota on ``limits.memory``, a
 LimitRange's maximum), the controller sends the resize again with upstream's limits
 (:attr:`~.updater.Decision.without_headroom`) and that pod keeps them.
+
+Kubernetes 1.33 forbids lowering a memory limit in place (under ``resizePolicy:
+NotRequired``; 1.34 allows it). There a shrink is refused with
+:data:`LIMIT_DECREASE_FORBIDDEN`, and the controller sends it again with each memory limit
+kept where it is (:func:`keeping_memory_limits`): the request falls, the pod keeps its PID,
+and its headroom is only wider.
 """
 
 from __future__ import annotations
@@ -30,11 +36,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inplace.api.quantity import Format, Quantity
+from inplace.api.quantity import Format, Quantity, read_quantity
 from inplace.api.resources import GUARANTEED, MEMORY, get_pod_qos
 from inplace.api.vpa_policy import REQUESTS_AND_LIMITS, ContainerResources, PodRecommendation
 
-__all__ = ["lacks_headroom", "with_headroom"]
+__all__ = [
+    "LIMIT_DECREASE_FORBIDDEN",
+    "keeping_memory_limits",
+    "lacks_headroom",
+    "with_headroom",
+]
+
+LIMIT_DECREASE_FORBIDDEN = "memory limits cannot be decreased"
+"""What kube-apiserver 1.33 answers (422, on ``spec.containers[i].resources.limits[memory]``)
+to a resize that lowers a memory limit."""
 
 
 def _eligible(pod: Mapping[str, Any], recommendation: PodRecommendation) -> bool:
@@ -81,3 +96,28 @@ def lacks_headroom(
         if _eligible(pod, rec) and request is not None and limit is not None and limit <= request:
             return True
     return False
+
+
+def keeping_memory_limits(
+    resources: Sequence[ContainerResources], pod: Mapping[str, Any]
+) -> tuple[ContainerResources, ...]:
+    """``resources`` with no memory limit below the one its container runs with: the
+    resize a 1.33 API server accepts. A request never exceeds its new limit, so it stays
+    below the kept one."""
+    current: dict[str, int] = {}
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        running = read_quantity(
+            ((container.get("resources") or {}).get("limits") or {}).get(MEMORY)
+        )
+        if running is not None:
+            current[str(container.get("name"))] = running
+    out = []
+    for res in resources:
+        limit = res.limits.get(MEMORY)
+        kept = current.get(res.name)
+        if limit is not None and kept is not None and limit.value() < kept:
+            limits = dict(res.limits)
+            limits[MEMORY] = Quantity.from_int(kept, Format.BINARY_SI)
+            res = ContainerResources(res.name, dict(res.requests), limits)
+        out.append(res)
+    return tuple(out)
