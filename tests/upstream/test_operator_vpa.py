@@ -220,6 +220,36 @@ def test_the_memory_limit_gets_its_headroom_through_kube_apiserver(
     assert int(cgroup_file(pid, "memory", "memory.limit_in_bytes")) == limit.value()
 
 
+def namespaced(name: str, namespace: str, limit: str) -> tuple[str, str]:
+    """A grower of 20 MiB on ``node-3`` requesting 100Mi with ``limit``, and its VPA naming
+    the ``inplace`` recommender, both in ``namespace``."""
+    workload = on_node_3(grower(name, grow_to_mib=20, limit=limit)).replace(
+        f'metadata:\n  name: "{name}"', f'metadata:\n  name: "{name}"\n  namespace: {namespace}'
+    )
+    autoscaler = vpa(name, ["inplace"]).replace(
+        f'metadata: {{name: "{name}"}}', f'metadata: {{name: "{name}", namespace: {namespace}}}'
+    )
+    return workload, autoscaler
+
+
+def the_pod_in(bed: Bed, namespace: str) -> dict[str, Any] | None:
+    """The one running pod of ``namespace``."""
+    out = bed.kubectl("get", "pods", "-n", namespace, "-o", "json")
+    pods = json.loads(out.stdout)["items"]
+    statuses = pods[0]["status"].get("containerStatuses") or [] if len(pods) == 1 else []
+    return pods[0] if statuses and "running" in statuses[0]["state"] else None
+
+
+def resized_off_100mi(bed: Bed, namespace: str) -> dict[str, Any] | None:
+    """That pod once its memory request left the 100Mi it started at, and its node reports
+    the resize."""
+    pod = the_pod_in(bed, namespace)
+    if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
+        return None
+    actual = status_of(pod, "app").get("resources") or {}
+    return pod if actual.get("requests", {}).get("memory") else None
+
+
 QUOTA_NAMESPACE = "quota"
 
 
@@ -237,36 +267,24 @@ def test_a_quota_that_refuses_the_headroom_gets_upstreams_limits(
         "metadata": {"name": "memory", "namespace": QUOTA_NAMESPACE},
         "spec": {"hard": {"limits.memory": "120Mi"}},
     }
-    workload = on_node_3(grower("capped", grow_to_mib=20, limit="100Mi")).replace(
-        'metadata:\n  name: "capped"',
-        f'metadata:\n  name: "capped"\n  namespace: {QUOTA_NAMESPACE}',
-    )
-    autoscaler = vpa("capped", ["inplace"]).replace(
-        'metadata: {name: "capped"}', f'metadata: {{name: "capped", namespace: {QUOTA_NAMESPACE}}}'
-    )
+    workload, autoscaler = namespaced("capped", QUOTA_NAMESPACE, "100Mi")
     bed.kubectl("create", "namespace", QUOTA_NAMESPACE)
     try:
         bed.apply(json.dumps(quota))
         bed.apply(workload)
 
-        def the_capped_pod() -> dict[str, Any] | None:
-            out = bed.kubectl("get", "pods", "-n", QUOTA_NAMESPACE, "-o", "json")
-            pods = json.loads(out.stdout)["items"]
-            statuses = pods[0]["status"].get("containerStatuses") or [] if len(pods) == 1 else []
-            return pods[0] if statuses and "running" in statuses[0]["state"] else None
-
-        first = dict(wait_until(the_capped_pod, timeout=90, what="capped running"))
+        first = dict(
+            wait_until(lambda: the_pod_in(bed, QUOTA_NAMESPACE), timeout=90, what="capped running")
+        )
         pid = pid_of(first, "app")
         bed.apply(autoscaler)
 
-        def resized() -> dict[str, Any] | None:
-            pod = the_capped_pod()
-            if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
-                return None
-            actual = status_of(pod, "app").get("resources") or {}
-            return pod if actual.get("requests", {}).get("memory") else None
-
-        pod = wait_until(resized, timeout=120, interval=2, what="capped resized in place")
+        pod = wait_until(
+            lambda: resized_off_100mi(bed, QUOTA_NAMESPACE),
+            timeout=120,
+            interval=2,
+            what="capped resized in place",
+        )
         resources = pod["spec"]["containers"][0]["resources"]
         assert Quantity.parse(resources["limits"]["memory"]) == memory_request(pod)
         assert pod["metadata"]["uid"] == first["metadata"]["uid"]
@@ -340,25 +358,16 @@ def test_an_api_that_forbids_lowering_a_memory_limit_gets_the_limit_kept(
             },
         },
     }
-    workload = on_node_3(grower("kept", grow_to_mib=20, limit="300Mi")).replace(
-        'metadata:\n  name: "kept"', f'metadata:\n  name: "kept"\n  namespace: {OLD_API_NAMESPACE}'
-    )
-    autoscaler = vpa("kept", ["inplace"]).replace(
-        'metadata: {name: "kept"}', f'metadata: {{name: "kept", namespace: {OLD_API_NAMESPACE}}}'
-    )
+    workload, autoscaler = namespaced("kept", OLD_API_NAMESPACE, "300Mi")
     bed.kubectl("create", "namespace", OLD_API_NAMESPACE)
     try:
         bed.apply(json.dumps(FORBID_LIMIT_DECREASE))
         bed.apply(json.dumps(binding))
 
-        def the_kept_pod() -> dict[str, Any] | None:
-            out = bed.kubectl("get", "pods", "-n", OLD_API_NAMESPACE, "-o", "json")
-            pods = json.loads(out.stdout)["items"]
-            statuses = pods[0]["status"].get("containerStatuses") or [] if len(pods) == 1 else []
-            return pods[0] if statuses and "running" in statuses[0]["state"] else None
-
         bed.apply(workload)
-        first = dict(wait_until(the_kept_pod, timeout=90, what="kept running"))
+        first = dict(
+            wait_until(lambda: the_pod_in(bed, OLD_API_NAMESPACE), timeout=90, what="kept running")
+        )
         pid = pid_of(first, "app")
         # The policy is in force once a lowered limit is refused as 1.33 refuses it (a
         # server-side dry run: admission runs, nothing is written).
@@ -384,14 +393,12 @@ def test_an_api_that_forbids_lowering_a_memory_limit_gets_the_limit_kept(
         wait_until(refused, timeout=30, interval=1, what="the policy in force")
         bed.apply(autoscaler)
 
-        def resized() -> dict[str, Any] | None:
-            pod = the_kept_pod()
-            if pod is None or memory_request(pod) == Quantity.parse("100Mi"):
-                return None
-            actual = status_of(pod, "app").get("resources") or {}
-            return pod if actual.get("requests", {}).get("memory") else None
-
-        pod = wait_until(resized, timeout=120, interval=2, what="kept resized in place")
+        pod = wait_until(
+            lambda: resized_off_100mi(bed, OLD_API_NAMESPACE),
+            timeout=120,
+            interval=2,
+            what="kept resized in place",
+        )
         resources = pod["spec"]["containers"][0]["resources"]
         assert memory_request(pod) < Quantity.parse("100Mi")
         assert Quantity.parse(resources["limits"]["memory"]) == Quantity.parse("300Mi")
