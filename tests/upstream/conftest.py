@@ -9,6 +9,7 @@ in silence.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_node_agent import CGROUP_FS, cgroup_file, condition, pid_of, status_of
+from tests.e2e.test_node_agent import CGROUP_FS, cgroup_file, condition, status_of
+from tests.e2e.test_node_agent import pid_of as agent_pid_of
 from tests.poll import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +73,13 @@ class Bed:
 
 
 def start_bed(
-    directory: Path, *, nodes: int, node_cpu: str, node_memory: str, simulated: int = 0
+    directory: Path,
+    *,
+    nodes: int,
+    node_cpu: str,
+    node_memory: str,
+    simulated: int = 0,
+    kubelet_nodes: int = 0,
 ) -> ControlPlane:
     if shutil.which("kubectl") is None:
         pytest.fail("the upstream tests drive kubectl; put kubectl on PATH")
@@ -87,6 +95,7 @@ def start_bed(
         node_cpu=node_cpu,
         node_memory=node_memory,
         simulated=simulated,
+        kubelet_nodes=kubelet_nodes,
         binaries=binaries,
     )
 
@@ -103,8 +112,28 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     assert not leftovers, f"the test bed left behind: {leftovers}"
 
 
-# -- pods (the pure helpers are the node agent's end-to-end tests': status_of, pid_of,
-# condition, cgroup_file) ----------------------------------------------------------------
+# -- pods (the pure helpers are the node agent's end-to-end tests': status_of, condition,
+# cgroup_file) -----------------------------------------------------------------------------
+
+
+def pid_of(pod: dict[str, Any], container: str = "main") -> int:
+    """The host PID of a container's first process, on either kind of node: the agent's
+    container ID is that PID (``inplace://PID``); a kubelet's is containerd's
+    (``containerd://ID``), whose process is found where the kubelet's cgroupfs driver puts
+    it (``…/kubepods/[QOS/]pod<UID>/<ID>``): the one that is PID 1 of its PID namespace."""
+    container_id = str(status_of(pod, container)["containerID"])
+    if not container_id.startswith("containerd://"):
+        return agent_pid_of(pod, container)
+    cid = container_id.removeprefix("containerd://")
+    uid = pod["metadata"]["uid"]
+    for procs in (CGROUP_FS / "pids").glob(f"inplace/*/*/kubepods/**/pod{uid}/{cid}/cgroup.procs"):
+        for line in procs.read_text().split():
+            status = Path(f"/proc/{line}/status")
+            with contextlib.suppress(FileNotFoundError):
+                for field in status.read_text().splitlines():
+                    if field.startswith("NSpid:") and field.split()[-1] == "1":
+                        return int(line)
+    raise LookupError(f"no process of container {container} ({container_id}) of pod {uid}")
 
 
 def running(bed: Bed, name: str) -> dict[str, Any] | None:

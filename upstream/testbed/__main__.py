@@ -1,5 +1,5 @@
 """``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M --simulated N
---operator] | down DIR | manifest``."""
+--kubelet-nodes N --operator] | down DIR | manifest``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def main(argv: list[str] | None = None) -> int:
         "--simulated", type=int, default=0, metavar="N", help="also N simulated nodes"
     )
     start.add_argument(
+        "--kubelet-nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N real nodes: a kubelet with its own containerd and runc each",
+    )
+    start.add_argument(
         "--operator",
         action="store_true",
         help="also install inplace's operator with its Helm chart (deploy/helm/inplace)",
@@ -49,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 node_cpu=args.node_cpu,
                 node_memory=args.node_memory,
                 simulated=args.simulated,
+                kubelet_nodes=args.kubelet_nodes,
                 operator=args.operator,
             )
             if plane.operator:
@@ -59,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             print(
                 f"upstream: {plane.version} control plane on {plane.server} with "
-                f"{len(plane.nodes)} inplace node(s) and {len(plane.simulated)} simulated "
+                f"{len(plane.nodes)} inplace node(s), {len(plane.kubelet_nodes)} kubelet "
+                f"node(s) and {len(plane.simulated)} simulated "
                 f"Ready in {time.monotonic() - started:.1f} s\n"
                 f"  export KUBECONFIG={plane.kubeconfig}\n"
                 f"  logs: {plane.directory / 'logs'}\n"

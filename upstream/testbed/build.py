@@ -1,14 +1,24 @@
 """``scripts/upstream build``: the upstream components, built from their Go modules, cached.
 
 The Go module beside this package (``upstream/go.mod``) pins one Kubernetes release and the
-etcd it was tested with; this builds kube-apiserver, kube-controller-manager, kube-scheduler
-and etcd from it, static (``CGO_ENABLED=0``) and with the release named in their version. Helm
-(``helm``, which installs the operator's chart) comes from a second module,
-``upstream/helm/go.mod``: its release requires newer k8s.io modules than the pinned
-Kubernetes, and one module would build one of them at the other's versions. All five go into
-one cache directory outside the repository, keyed by everything that decides the binaries
-(both modules' go.mod and go.sum, the Go version, the flags). A second run finds them there
-and returns at once.
+etcd it was tested with; this builds kube-apiserver, kube-controller-manager, kube-scheduler,
+the kubelet and etcd from it, static (``CGO_ENABLED=0``) and with the release named in their
+version. Every other component comes from a module of its own, because its release requires
+other versions of the modules the pinned Kubernetes uses, and one module would build one of
+them at the other's versions:
+
+* ``upstream/helm``: Helm, which installs the operator's chart;
+* ``upstream/node/containerd``: containerd, its runc shim (``containerd-shim-runc-v2``) and
+  ``ctr``, the release containerd's RELEASES.md pairs with the pinned Kubernetes;
+* ``upstream/node/runc``: runc, with cgo and the ``seccomp`` tag (Debian's libseccomp-dev):
+  without seccomp every sandbox asking for the runtime's default profile fails;
+* ``upstream/node/cni``: the CNI plugins of the bed's pod network (bridge, host-local,
+  loopback, portmap);
+* ``upstream/node/crictl``: crictl, to look at a node's containerd as an operator would.
+
+Each module's binaries are cached in a directory of their own outside the repository, keyed
+by what decides them (the module's go.mod and go.sum, the Go version, the flags): a change to
+one module rebuilds that one, and a second run finds them all and returns at once.
 """
 
 from __future__ import annotations
@@ -22,7 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Binaries", "BuildError", "build", "cache_root", "helm_module_dir", "module_dir"]
@@ -33,29 +44,39 @@ module_dir = Path(__file__).resolve().parent.parent
 helm_module_dir = module_dir / "helm"
 """``upstream/helm/``: the Go module of Helm."""
 
+node_module_dir = module_dir / "node"
+"""``upstream/node/``: one Go module per node component (containerd, runc, cni, crictl)."""
+
 _KUBERNETES = "k8s.io/kubernetes"
 _ETCD = "go.etcd.io/etcd/server/v3"
 _HELM = "helm.sh/helm/v4"
+_CONTAINERD = "github.com/containerd/containerd/v2"
+_RUNC = "github.com/opencontainers/runc"
+_CNI = "github.com/containernetworking/plugins"
+_CRICTL = "sigs.k8s.io/cri-tools"
 
 
 @dataclass(frozen=True)
 class _Target:
-    """One binary: its main package, the module that publishes it, the module built in."""
+    """One binary: its main package and the module that publishes it."""
 
     package: str
     module: str
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The binaries built in one Go module, with the flags they share."""
+
+    name: str
     directory: Path
-
-
-_TARGETS = {
-    "kube-apiserver": _Target(f"{_KUBERNETES}/cmd/kube-apiserver", _KUBERNETES, module_dir),
-    "kube-controller-manager": _Target(
-        f"{_KUBERNETES}/cmd/kube-controller-manager", _KUBERNETES, module_dir
-    ),
-    "kube-scheduler": _Target(f"{_KUBERNETES}/cmd/kube-scheduler", _KUBERNETES, module_dir),
-    "etcd": _Target(_ETCD, _ETCD, module_dir),
-    "helm": _Target(f"{_HELM}/cmd/helm", _HELM, helm_module_dir),
-}
+    version_of: str
+    """The module whose version names the group's cache directory."""
+    targets: dict[str, _Target]
+    ldflags: Callable[[str], str]
+    """The link flags, given the version of ``version_of``."""
+    cgo: bool = False
+    tags: tuple[str, ...] = field(default=())
 
 
 class BuildError(Exception):
@@ -66,16 +87,39 @@ class BuildError(Exception):
 class Binaries:
     """Where the built components are, and what they were built from."""
 
-    directory: Path
-    kubernetes: str
-    """The pinned release, e.g. ``v1.36.3``."""
-    etcd: str
-    helm: str
+    directories: dict[str, Path]
+    """Each binary's cache directory, by binary name."""
+    versions: dict[str, str]
+    """Each module's version, by module path."""
     go: str
 
+    @property
+    def kubernetes(self) -> str:
+        """The pinned release, e.g. ``v1.36.3``."""
+        return self.versions[_KUBERNETES]
+
+    @property
+    def etcd(self) -> str:
+        return self.versions[_ETCD]
+
+    @property
+    def helm(self) -> str:
+        return self.versions[_HELM]
+
+    @property
+    def containerd(self) -> str:
+        return self.versions[_CONTAINERD]
+
     def path(self, name: str) -> Path:
-        """A binary by name: ``kube-apiserver`` … ``etcd``, ``helm``."""
-        return self.directory / name
+        """A binary by name: ``kube-apiserver`` … ``kubelet``, ``etcd``, ``helm``,
+        ``containerd``, ``containerd-shim-runc-v2``, ``ctr``, ``runc``, ``crictl``, and the
+        CNI plugins ``bridge``, ``host-local``, ``loopback``, ``portmap``."""
+        return self.directories[name] / name
+
+    @property
+    def cni_bin_dir(self) -> Path:
+        """The directory holding the CNI plugins (containerd's ``bin_dirs``)."""
+        return self.directories["bridge"]
 
 
 def cache_root() -> Path:
@@ -115,7 +159,7 @@ def _go_version(go: str) -> str:
     return out.stdout.strip()
 
 
-def _ldflags(kubernetes: str) -> str:
+def _kubernetes_ldflags(kubernetes: str) -> str:
     major, minor = kubernetes.lstrip("v").split(".")[:2]
     pkg = "k8s.io/component-base/version"
     return " ".join(
@@ -146,58 +190,137 @@ def _helm_ldflags(helm: str) -> str:
     )
 
 
-def _key(go_version: str, *ldflags: str) -> str:
+def _version_ldflags(variable: str) -> Callable[[str], str]:
+    """``-X variable=version``, as each project's Makefile sets it for a release."""
+    return lambda version: f"-s -w -X {variable}={version}"
+
+
+_CNI_PLUGINS = {
+    "bridge": "plugins/main/bridge",
+    "host-local": "plugins/ipam/host-local",
+    "loopback": "plugins/main/loopback",
+    "portmap": "plugins/meta/portmap",
+}
+
+_GROUPS = (
+    _Group(
+        "kubernetes",
+        module_dir,
+        _KUBERNETES,
+        {
+            name: _Target(f"{_KUBERNETES}/cmd/{name}", _KUBERNETES)
+            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+        }
+        | {"etcd": _Target(_ETCD, _ETCD)},
+        _kubernetes_ldflags,
+    ),
+    _Group(
+        "helm",
+        helm_module_dir,
+        _HELM,
+        {"helm": _Target(f"{_HELM}/cmd/helm", _HELM)},
+        _helm_ldflags,
+    ),
+    _Group(
+        "containerd",
+        node_module_dir / "containerd",
+        _CONTAINERD,
+        {
+            name: _Target(f"{_CONTAINERD}/cmd/{name}", _CONTAINERD)
+            for name in ("containerd", "containerd-shim-runc-v2", "ctr")
+        },
+        _version_ldflags(f"{_CONTAINERD}/version.Version"),
+    ),
+    _Group(
+        "runc",
+        node_module_dir / "runc",
+        _RUNC,
+        {"runc": _Target(_RUNC, _RUNC)},
+        _version_ldflags("main.version"),
+        cgo=True,
+        tags=("seccomp",),
+    ),
+    _Group(
+        "cni",
+        node_module_dir / "cni",
+        _CNI,
+        {name: _Target(f"{_CNI}/{package}", _CNI) for name, package in _CNI_PLUGINS.items()},
+        _version_ldflags(
+            "github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion"
+        ),
+    ),
+    _Group(
+        "crictl",
+        node_module_dir / "crictl",
+        _CRICTL,
+        {"crictl": _Target(f"{_CRICTL}/cmd/crictl", _CRICTL)},
+        _version_ldflags(f"{_CRICTL}/pkg/version.Version"),
+    ),
+)
+
+
+def _key(group: _Group, go_version: str, ldflags: str) -> str:
     digest = hashlib.sha256()
-    for directory in (module_dir, helm_module_dir):
-        for name in ("go.mod", "go.sum"):
-            digest.update((directory / name).read_bytes())
+    for name in ("go.mod", "go.sum"):
+        digest.update((group.directory / name).read_bytes())
     digest.update(go_version.encode())
-    for flags in ldflags:
-        digest.update(flags.encode())
+    digest.update(ldflags.encode())
+    digest.update(f"cgo={group.cgo} tags={','.join(group.tags)}".encode())
     return digest.hexdigest()[:16]
 
 
 def build(*, log: bool = True) -> Binaries:
-    """Build the five binaries unless the cache has them; return where they are. Concurrent
-    callers (pytest workers) wait for one build instead of each starting its own."""
+    """Build every group whose binaries the cache lacks; return where they all are.
+    Concurrent callers (pytest workers) wait for one build instead of each starting their own."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _build(log)
+        go = _go()
+        go_version = _go_version(go)
+        directories: dict[str, Path] = {}
+        versions: dict[str, str] = {}
+        for group in _GROUPS:
+            for target in group.targets.values():
+                versions[target.module] = _required_version(target.module, group.directory)
+            directory = _build_group(group, go, go_version, versions, log)
+            directories.update((name, directory) for name in group.targets)
+        return Binaries(directories, versions, go_version)
 
 
-def _build(log: bool) -> Binaries:
-    go = _go()
-    kubernetes = _required_version(_KUBERNETES)
-    etcd = _required_version(_ETCD)
-    helm = _required_version(_HELM, helm_module_dir)
-    go_version = _go_version(go)
-    ldflags = _ldflags(kubernetes)
-    helm_ldflags = _helm_ldflags(helm)
-    versions = {_KUBERNETES: kubernetes, _ETCD: etcd, _HELM: helm}
-    directory = cache_root() / f"{kubernetes}-{_key(go_version, ldflags, helm_ldflags)}"
+def _build_group(
+    group: _Group, go: str, go_version: str, versions: dict[str, str], log: bool
+) -> Path:
+    version = versions[group.version_of]
+    ldflags = group.ldflags(version)
+    directory = cache_root() / f"{group.name}-{version}-{_key(group, go_version, ldflags)}"
     stamp = directory / "build.json"
-    binaries = Binaries(directory, kubernetes, etcd, helm, go_version)
-    if stamp.exists() and all((directory / name).exists() for name in _TARGETS):
+    if stamp.exists() and all((directory / name).exists() for name in group.targets):
         if log:
-            _say(f"cached in {directory}: {_summary(binaries)}")
-        return binaries
+            _say(f"cached in {directory}: {_summary(group, versions)}")
+        return directory
+    if group.cgo:
+        _require_cgo(group)
     directory.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=directory.parent))
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    env = {
+        **os.environ,
+        "CGO_ENABLED": "1" if group.cgo else "0",
+        "GOFLAGS": "-mod=readonly -buildvcs=false",
+    }
     started = time.monotonic()
     seconds: dict[str, float] = {}
     try:
-        for name, target in _TARGETS.items():
+        for name, target in group.targets.items():
             if log:
                 _say(f"building {name} from {target.package} ...")
             one = time.monotonic()
-            flags = helm_ldflags if target.module == _HELM else ldflags
-            output = str(scratch / name)
+            command = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(scratch / name)]
+            if group.tags:
+                command += ["-tags", ",".join(group.tags)]
             result = subprocess.run(
-                [go, "build", "-trimpath", "-ldflags", flags, "-o", output, target.package],
-                cwd=target.directory,
+                [*command, target.package],
+                cwd=group.directory,
                 env=env,
                 capture_output=True,
                 text=True,
@@ -214,9 +337,7 @@ def _build(log: bool) -> Binaries:
         (scratch / "build.json").write_text(
             json.dumps(
                 {
-                    "kubernetes": kubernetes,
-                    "etcd": etcd,
-                    "helm": helm,
+                    "versions": {t.module: versions[t.module] for t in group.targets.values()},
                     "go": go_version,
                     "seconds": round(time.monotonic() - started, 1),
                     "binaries": seconds,
@@ -230,15 +351,34 @@ def _build(log: bool) -> Binaries:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if log:
-        _say(f"built in {time.monotonic() - started:.0f} s into {directory}: {_summary(binaries)}")
-    return binaries
+        _say(
+            f"built in {time.monotonic() - started:.0f} s into {directory}: "
+            f"{_summary(group, versions)}"
+        )
+    return directory
 
 
-def _summary(binaries: Binaries) -> str:
+def _require_cgo(group: _Group) -> None:
+    """runc's cgo needs a C compiler and, with the seccomp tag, libseccomp's headers; say
+    which package gives each rather than let cgo fail deep in its output."""
+    if not any(shutil.which(name) for name in ("cc", "gcc")):
+        raise BuildError(
+            f"{group.name} is built with cgo and needs a C compiler (Debian: apt-get install gcc)"
+        )
+    if "seccomp" in group.tags and not Path("/usr/include/seccomp.h").exists():
+        raise BuildError(
+            f"{group.name} is built with seccomp and needs libseccomp's headers "
+            "(Debian: apt-get install libseccomp-dev); /usr/include/seccomp.h is missing"
+        )
+
+
+def _summary(group: _Group, versions: dict[str, str]) -> str:
+    modules = sorted({target.module for target in group.targets.values()})
     return (
-        f"kube-apiserver, kube-controller-manager, kube-scheduler {binaries.kubernetes} "
-        f"({_KUBERNETES} {binaries.kubernetes}), etcd {binaries.etcd} ({_ETCD} "
-        f"{binaries.etcd}), helm {binaries.helm} ({_HELM} {binaries.helm}), {binaries.go}"
+        ", ".join(group.targets)
+        + " ("
+        + ", ".join(f"{module} {versions[module]}" for module in modules)
+        + ")"
     )
 
 

@@ -37,8 +37,10 @@ from typing import Any
 
 import yaml
 
+from . import kubelet_node, podnet
 from .build import Binaries, build
 from .chart import ChartError, install
+from .images import node_images
 from .pki import Authority, KeyPair, write_service_account_keys
 
 __all__ = ["ControlPlane", "UpError", "down", "up"]
@@ -67,6 +69,11 @@ class ControlPlane:
     cgroup_root: str
     simulated: list[str] = field(default_factory=list)
     """Simulated nodes (``sim-1`` …), all served by one ``simulator`` process."""
+    kubelet_nodes: list[str] = field(default_factory=list)
+    """Real nodes (``kubelet-1`` …): a kubelet and its own containerd each
+    (:mod:`.kubelet_node`), their pods on the bed's bridge (:mod:`.podnet`)."""
+    network: dict[str, Any] = field(default_factory=dict)
+    """The kubelet nodes' pod network (:class:`.podnet.PodNetwork`'s fields)."""
     pids: dict[str, int] = field(default_factory=dict)
     operator: dict[str, str] = field(default_factory=dict)
     """With ``--operator``: the Helm release, its namespace, Deployment and webhook URL."""
@@ -89,6 +96,8 @@ class ControlPlane:
             "nodes": self.nodes,
             "cgroup_root": self.cgroup_root,
             "simulated": self.simulated,
+            "kubelet_nodes": self.kubelet_nodes,
+            "network": self.network,
             "pids": self.pids,
             "operator": self.operator,
         }
@@ -129,7 +138,9 @@ def _kubeconfig(path: Path, server: str, ca: Path, client: KeyPair, user: str) -
     return path
 
 
-def _start(plane: ControlPlane, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+def _start(
+    plane: ControlPlane, name: str, argv: list[str], env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     log = plane.log(name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -140,6 +151,7 @@ def _start(plane: ControlPlane, name: str, argv: list[str]) -> subprocess.Popen[
             stderr=subprocess.STDOUT,
             start_new_session=True,  # outlives `scripts/upstream up`; `down` stops it
             cwd=plane.directory,
+            env=env,
         )
     plane.pids[name] = process.pid
     plane.save()
@@ -187,17 +199,19 @@ def up(
     controller_manager: bool = True,
     scheduler: bool = True,
     simulated: int = 0,
+    kubelet_nodes: int = 0,
     extra_flags: Mapping[str, Sequence[str]] | None = None,
     operator: bool = False,
 ) -> ControlPlane:
     """Start the control plane, ``nodes`` agents and ``simulated`` simulated nodes (of the same
-    size) in ``directory``; return once every node is Ready. A failure stops whatever had
+    size) and ``kubelet_nodes`` real nodes (a kubelet with containerd and runc each) in
+    ``directory``; return once every node is Ready. A failure stops whatever had
     started. A benchmark may leave out the controller manager or the scheduler (the API
     alone, or the scheduler without controllers), and give kube-controller-manager or
     kube-scheduler ``extra_flags`` (by component name), e.g. scheduler_perf's client rate.
     ``operator``: then install inplace's operator with its chart and the built ``helm``, and
     return once its Deployment is Available."""
-    if operator and (nodes < 1 or not controller_manager or not scheduler):
+    if operator and (nodes + kubelet_nodes < 1 or not controller_manager or not scheduler):
         raise UpError("--operator needs a node, the controller manager and the scheduler")
     directory = directory.resolve()
     if (directory / "state.json").exists():
@@ -211,6 +225,7 @@ def up(
         nodes=[f"node-{i}" for i in range(1, nodes + 1)],
         cgroup_root=_cgroup_root(directory),
         simulated=[f"sim-{i}" for i in range(1, simulated + 1)],
+        kubelet_nodes=[f"kubelet-{i}" for i in range(1, kubelet_nodes + 1)],
     )
     plane.save()
     try:
@@ -325,6 +340,9 @@ def _up(
             f"--kubelet-certificate-authority={ca.pair.cert}",
             # the agents publish their address as InternalIP; their names do not resolve
             "--kubelet-preferred-address-types=InternalIP",
+            # a webhook's or an aggregated API's Service is called at its endpoints (pod IPs
+            # on the bed's bridge): no kube-proxy runs on the host
+            "--enable-aggregator-routing=true",
             "--profiling=false",
         ],
     )
@@ -436,8 +454,103 @@ def _up(
     for name, process in agents.items():
         names = plane.simulated if name == "simulator" else [name]
         _wait(plane, name, process, lambda names=names: _nodes_ready(admin, names))
+    if plane.kubelet_nodes:
+        _start_kubelet_nodes(plane, binaries, ca, kubelet_client_ca, node_cpu, node_memory)
     if with_controller_manager:  # a pod is refused until its namespace's account exists
         _wait(plane, "kube-controller-manager", started[0][1], lambda: _has_account(admin))
+
+
+def _start_kubelet_nodes(
+    plane: ControlPlane,
+    binaries: Binaries,
+    ca: Authority,
+    kubelet_client_ca: Authority,
+    cpu: str,
+    memory: str,
+) -> None:
+    """The bed's bridge, then per node containerd (its images imported) and a kubelet;
+    returns once every kubelet node is Ready (which takes a CNI config: written first)."""
+    network = podnet.allocate(plane.directory, plane.api_port, lock_dir=plane.directory.parent)
+    plane.network = podnet.state_of(network)
+    plane.save()
+    # kube-apiserver's client identity may use every kubelet API (logs, exec, stats), as
+    # kubeadm binds it; the kubelets authorize it through SubjectAccessReview
+    _kubectl_apply(
+        plane.kubeconfig,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kube-apiserver-kubelet-api-admin"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:kubelet-api-admin",
+            },
+            "subjects": [
+                {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "User",
+                    "name": "kube-apiserver-kubelet-client",
+                }
+            ],
+        },
+    )
+    images = node_images(binaries.kubernetes)
+    kubelets: dict[str, subprocess.Popen[bytes]] = {}
+    for index, name in enumerate(plane.kubelet_nodes, start=1):
+        node = kubelet_node.KubeletNode(
+            name=name,
+            index=index,
+            directory=plane.directory / "nodes" / name,
+            address=podnet.add_node(network, index),
+            port=_free_port(),
+            healthz_port=_free_port(),
+            cgroup_root=f"{plane.cgroup_root}/{name}",
+        )
+        identity = ca.issue(f"node-{name}", f"system:node:{name}", organizations=("system:nodes",))
+        serving = ca.issue(f"node-{name}-serving", name, hosts=(node.address, name), server=True)
+        kubeconfig = _kubeconfig(
+            node.directory / "kubeconfig.yaml",
+            plane.server,
+            ca.pair.cert,
+            identity,
+            f"system:node:{name}",
+        )
+        kubelet_node.write_configs(
+            node,
+            binaries,
+            network,
+            serving=(serving.cert, serving.key),
+            client_ca=kubelet_client_ca.pair.cert,
+            service_cidr=SERVICE_CIDR,
+            cpu=cpu,
+            memory=memory,
+        )
+        kubelet_node.make_cgroup_root(node.cgroup_root)
+        kubelet_node.make_cgroup_root(node.runtime_cgroup)
+        containerd = _start(
+            plane,
+            f"{name}-containerd",
+            kubelet_node.containerd_argv(node, binaries),
+            env=kubelet_node.containerd_env(binaries),
+        )
+        _wait(plane, f"{name}-containerd", containerd, node.socket.exists)
+        kubelet_node.import_images(binaries, node, images)
+        kubelets[name] = _start(plane, name, kubelet_node.kubelet_argv(node, binaries, kubeconfig))
+    for name, process in kubelets.items():
+        _wait(plane, name, process, lambda name=name: _nodes_ready(plane.kubeconfig, [name]))
+
+
+def _kubectl_apply(kubeconfig: Path, manifest: dict[str, Any]) -> None:
+    out = subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", "apply", "-f", "-"],
+        input=json.dumps(manifest),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if out.returncode != 0:
+        raise UpError(f"kubectl apply {manifest['kind']}: {out.stderr.strip()}")
 
 
 def _install_operator(plane: ControlPlane, binaries: Binaries) -> None:
@@ -524,7 +637,8 @@ def _delete_workloads(plane: ControlPlane) -> None:
             capture_output=True,
             timeout=60,
         )
-    live = {name for name in plane.nodes if _alive(plane.pids.get(name, 0) or -1)}
+    nodes = [*plane.nodes, *plane.kubelet_nodes]
+    live = {name for name in nodes if _alive(plane.pids.get(name, 0) or -1)}
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         out = subprocess.run(
@@ -550,9 +664,16 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     if delete_workloads and _alive(plane.pids.get("kube-apiserver", 0) or -1):
         with contextlib.suppress(subprocess.SubprocessError, OSError):
             _delete_workloads(plane)
-    order = [*plane.nodes, "simulator"]
-    order += ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
-    for name in order:
+    for name in [*plane.nodes, *plane.kubelet_nodes, "simulator"]:
+        pid = plane.pids.get(name)
+        if pid:
+            _stop(pid, grace=15.0)
+    if plane.kubelet_nodes:  # their sandboxes removed (CNI DEL) while the API server runs
+        binaries = build(log=False)
+        for name in plane.kubelet_nodes:
+            socket = directory / "nodes" / name / "containerd" / "containerd.sock"
+            kubelet_node.stop_runtime(binaries, socket, plane.pids.get(f"{name}-containerd"))
+    for name in ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]:
         pid = plane.pids.get(name)
         if pid:
             _stop(pid, grace=15.0)
@@ -561,9 +682,10 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     # a thread of its own: ``down`` may be called from a running event loop (a benchmark's)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, stop_processes(tops, {})).result()
-    remove_cgroups(tops)
     unmount_under(directory)
-    leftovers = [str(top) for top in cluster_cgroups(plane.cgroup_root)]
+    remove_cgroups(tops)
+    leftovers = podnet.release(plane.network) if plane.network else []
+    leftovers += [str(top) for top in cluster_cgroups(plane.cgroup_root)]
     leftovers += [f"pid {pid} ({name})" for name, pid in plane.pids.items() if _alive(pid)]
     with contextlib.suppress(FileNotFoundError):  # a concurrent down got there first
         (directory / "state.json").rename(directory / "state.down.json")

@@ -1,0 +1,407 @@
+"""A real node for the test bed: the kubelet, its own containerd and runc, built from their
+modules (:mod:`.build`), as on any cluster.
+
+Several nodes share one machine, so each has its own of everything a kubelet or containerd
+would otherwise take from the host: containerd's root, state, sockets and cgroup (``[cgroup]
+path``, so its shims are inside the bed's cgroups and ``down`` finds them), the kubelet's
+``--root-dir``, pod log directory, ``cgroupRoot`` and ports, and its pods' network
+namespaces (``netns_mounts_under_state_dir``) and addresses (:mod:`.podnet`). Nothing reads
+the host's ``/etc/containerd``, ``/etc/cni`` or ``/var/lib/kubelet``.
+
+What this machine needs of them (cgroup v1 only, no systemd, root without
+``CAP_SYS_RESOURCE``): ``failCgroupV1: false``; ``cgroupDriver: cgroupfs`` (runc's
+``SystemdCgroup = false``); containerd's ``restrict_oom_score_adj``, since runc cannot lower a
+process's ``oom_score_adj``; the ``cgroupRoot`` made beforehand in every v1 hierarchy, with
+``cpuset.cpus``/``cpuset.mems`` copied from its parent; runc built with seccomp.
+
+The kubelet authenticates callers by the bed's kubelet-client CA (the API server's client
+certificate) and by tokens through the API (``webhook``), and authorizes them through
+``SubjectAccessReview`` (``Webhook``), as kubeadm sets it up; the API server's identity is
+bound to ``system:kubelet-api-admin`` by the bed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from inplace.api.quantity import parse_quantity
+
+from .build import Binaries
+from .images import SANDBOX_IMAGE, NodeImages
+from .podnet import PodNetwork
+
+__all__ = [
+    "KubeletNode",
+    "containerd_argv",
+    "import_images",
+    "kubelet_argv",
+    "make_cgroup_root",
+    "stop_runtime",
+    "write_configs",
+]
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+RUNTIME_REQUEST_TIMEOUT = "2m"
+EVICTION_MEMORY = 100 * 2**20
+"""The kubelet's default hard eviction threshold ``memory.available<100Mi``, which it
+subtracts from allocatable."""
+
+
+def reserved_for(cpu: str, memory: str) -> dict[str, str]:
+    """``kubeReserved`` that leaves a node of this machine ``cpu`` and ``memory``
+    allocatable. A kubelet reports the whole machine as its capacity (cAdvisor: the CPUs
+    online, ``MemTotal``); several nodes on one machine are sized, as an operator sizes a
+    node for its daemons, by reserving the rest: allocatable = capacity - kubeReserved -
+    the hard eviction threshold (``pkg/kubelet/cm/node_container_manager_linux.go``)."""
+    cpus = os.cpu_count() or 1
+    total = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            total = int(line.split()[1]) * 1024
+    want_cpu = parse_quantity(cpu).milli_value()
+    want_memory = parse_quantity(memory).value()
+    if want_cpu > cpus * 1000 or want_memory + EVICTION_MEMORY > total:
+        raise ValueError(
+            f"a kubelet node of {cpu} CPU and {memory} does not fit this machine "
+            f"({cpus} CPUs, {total} bytes of memory, {EVICTION_MEMORY} kept for eviction)"
+        )
+    return {
+        "cpu": f"{cpus * 1000 - want_cpu}m",
+        "memory": str(total - want_memory - EVICTION_MEMORY),
+    }
+
+
+@dataclass(frozen=True)
+class KubeletNode:
+    """One kubelet node's files and addresses."""
+
+    name: str
+    index: int
+    directory: Path
+    address: str
+    """Its InternalIP on the bed's bridge, where its kubelet serves."""
+    port: int
+    healthz_port: int
+    cgroup_root: str
+    """``/inplace/upstream-…/NAME``: the kubelet's ``cgroupRoot``."""
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / "containerd" / "containerd.sock"
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix://{self.socket}"
+
+    @property
+    def runtime_cgroup(self) -> str:
+        """containerd's own cgroup (and so its shims'), beside the kubelet's pods."""
+        return f"{self.cgroup_root}-runtime"
+
+    @property
+    def containerd_config(self) -> Path:
+        return self.directory / "containerd" / "config.toml"
+
+    @property
+    def kubelet_config(self) -> Path:
+        return self.directory / "kubelet" / "config.yaml"
+
+    @property
+    def kubelet_root(self) -> Path:
+        return self.directory / "kubelet" / "root"
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a TOML basic string is a JSON string for these paths
+
+
+def _containerd_toml(
+    node: KubeletNode, binaries: Binaries, network: PodNetwork, cni_conf_dir: Path
+) -> str:
+    root = node.directory / "containerd"
+    quoted = _toml_string
+    return f"""# containerd for test-bed node {node.name} (upstream/testbed/kubelet_node.py)
+version = 3
+root = {quoted(str(root / "root"))}
+state = {quoted(str(root / "state"))}
+imports = []
+disabled_plugins = [
+  "io.containerd.nri.v1.nri",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.differ.v1.erofs",
+  "io.containerd.mount-handler.v1.erofs",
+  "io.containerd.internal.v1.tracing",
+  "io.containerd.tracing.processor.v1.otlp",
+]
+
+[grpc]
+  address = {quoted(str(node.socket))}
+
+[ttrpc]
+  address = {quoted(str(node.socket) + ".ttrpc")}
+
+[cgroup]
+  path = {quoted("/" + node.runtime_cgroup)}
+
+[plugins.'io.containerd.internal.v1.opt']
+  path = {quoted(str(root / "opt"))}
+
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = {quoted(SANDBOX_IMAGE)}
+
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  enable_criu = false
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  BinaryName = {quoted(str(binaries.path("runc")))}
+  Root = {quoted(str(root / "runc"))}
+  SystemdCgroup = false
+
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = [{quoted(str(binaries.cni_bin_dir))}]
+  conf_dir = {quoted(str(cni_conf_dir))}
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+"""
+
+
+def _kubelet_config(
+    node: KubeletNode,
+    network: PodNetwork,
+    serving: tuple[Path, Path],
+    client_ca: Path,
+    resolv_conf: Path,
+    cluster_dns: str | None,
+    reserved: dict[str, str],
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": node.address,
+        "port": node.port,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": node.healthz_port,
+        "tlsCertFile": str(serving[0]),
+        "tlsPrivateKeyFile": str(serving[1]),
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(client_ca)},
+        },
+        "authorization": {"mode": "Webhook"},
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": "/" + node.cgroup_root,
+        "cgroupsPerQOS": True,
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "containerRuntimeEndpoint": node.endpoint,
+        "podLogsDir": str(node.directory / "kubelet" / "pod-logs"),
+        "resolvConf": str(resolv_conf),
+        "podCIDR": network.pod_cidr(node.index),
+        "kubeReserved": reserved,
+        "evictionHard": {
+            "memory.available": str(EVICTION_MEMORY),
+            # the host's disk is every node's: pressure on it is the machine's, not a pod's
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+        },
+        "registerNode": True,
+        "rotateCertificates": False,
+        "serializeImagePulls": False,
+        "runtimeRequestTimeout": RUNTIME_REQUEST_TIMEOUT,
+        # every node of a bed sees the whole machine's disk: GC of the images made here
+        # would only force a re-import, and the bed's disk is the host's
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        # as the bed's agents: a node silent for 20 s is NotReady (kcm's grace)
+        "nodeStatusUpdateFrequency": "4s",
+        "nodeStatusReportFrequency": "20s",
+        "fileCheckFrequency": "5s",
+        "syncFrequency": "10s",
+    }
+    if cluster_dns:
+        config["clusterDNS"] = [cluster_dns]
+        config["clusterDomain"] = "cluster.local"
+    return config
+
+
+def write_configs(
+    node: KubeletNode,
+    binaries: Binaries,
+    network: PodNetwork,
+    *,
+    serving: tuple[Path, Path],
+    client_ca: Path,
+    service_cidr: str,
+    cpu: str,
+    memory: str,
+    cluster_dns: str | None = None,
+) -> None:
+    """containerd's config.toml, the node's CNI conflist and the KubeletConfiguration."""
+    cni_conf_dir = node.directory / "cni" / "net.d"
+    cni_conf_dir.mkdir(parents=True, exist_ok=True)
+    (cni_conf_dir / "10-inplace.conflist").write_text(
+        network.cni_config(node.name, node.index, node.directory / "cni" / "ipam", service_cidr)
+    )
+    node.containerd_config.parent.mkdir(parents=True, exist_ok=True)
+    node.containerd_config.write_text(_containerd_toml(node, binaries, network, cni_conf_dir))
+    resolv_conf = node.directory / "kubelet" / "resolv.conf"
+    resolv_conf.parent.mkdir(parents=True, exist_ok=True)
+    # no nameserver of the host's: a pod resolves nothing outside the machine
+    resolv_conf.write_text("# test bed node: no upstream resolver\noptions ndots:1\n")
+    node.kubelet_root.mkdir(parents=True, exist_ok=True)
+    node.kubelet_config.write_text(
+        yaml.safe_dump(
+            _kubelet_config(
+                node,
+                network,
+                serving,
+                client_ca,
+                resolv_conf,
+                cluster_dns,
+                reserved_for(cpu, memory),
+            ),
+            sort_keys=False,
+        )
+    )
+
+
+def containerd_argv(node: KubeletNode, binaries: Binaries) -> list[str]:
+    return [str(binaries.path("containerd")), "--config", str(node.containerd_config)]
+
+
+def kubelet_argv(node: KubeletNode, binaries: Binaries, kubeconfig: Path) -> list[str]:
+    return [
+        str(binaries.path("kubelet")),
+        f"--config={node.kubelet_config}",
+        f"--kubeconfig={kubeconfig}",
+        f"--root-dir={node.kubelet_root}",
+        f"--cert-dir={node.directory / 'kubelet' / 'pki'}",
+        f"--hostname-override={node.name}",
+        f"--node-ip={node.address}",
+        "--v=2",
+    ]
+
+
+def containerd_env(binaries: Binaries) -> dict[str, str]:
+    """containerd finds ``containerd-shim-runc-v2`` beside itself or on ``PATH``."""
+    path = f"{binaries.path('containerd').parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    return {**os.environ, "PATH": path}
+
+
+def make_cgroup_root(path: str) -> None:
+    """``path`` in every v1 hierarchy (the kubelet refuses a ``cgroupRoot`` missing from any),
+    each cpuset level given its parent's CPUs and memory nodes, as the kernel requires
+    before a task may join it."""
+    for hierarchy in sorted(CGROUP_FS.iterdir()):
+        if not hierarchy.is_dir() or hierarchy.is_symlink():
+            continue
+        if not (hierarchy / "cgroup.procs").exists() or hierarchy.name == "unified":
+            continue
+        current = hierarchy
+        for part in path.strip("/").split("/"):
+            parent, current = current, current / part
+            current.mkdir(exist_ok=True)
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                mine = current / name
+                if mine.exists() and not mine.read_text().strip():
+                    mine.write_text((parent / name).read_text())
+
+
+def import_images(binaries: Binaries, node: KubeletNode, images: NodeImages) -> None:
+    """``ctr -n k8s.io images import`` each archive into the node's containerd."""
+    for image in images.all:
+        out = subprocess.run(
+            [
+                str(binaries.path("ctr")),
+                "--address",
+                str(node.socket),
+                "--namespace",
+                "k8s.io",
+                "images",
+                "import",
+                "--no-unpack",
+                str(image.path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"ctr images import {image.name} on {node.name}: {out.stderr}")
+
+
+def import_archive(binaries: Binaries, socket: Path, archive: Path) -> None:
+    """Import one more image archive (e.g. the operator's) into a node's containerd."""
+    out = subprocess.run(
+        [
+            str(binaries.path("ctr")),
+            "--address",
+            str(socket),
+            "--namespace",
+            "k8s.io",
+            "images",
+            "import",
+            str(archive),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"ctr images import {archive}: {out.stderr}")
+
+
+def stop_runtime(binaries: Binaries, socket: Path, containerd_pid: int | None) -> None:
+    """Remove every pod sandbox of a node's containerd (its CNI DEL frees the pod's address
+    and veth), then stop containerd. The kubelet is stopped first, or it would restart
+    them."""
+    if socket.exists():
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            subprocess.run(
+                [
+                    str(binaries.path("crictl")),
+                    f"--runtime-endpoint=unix://{socket}",
+                    "--timeout=30s",
+                    "rmp",
+                    "--all",
+                    "--force",
+                ],
+                capture_output=True,
+                timeout=120,
+            )
+    if containerd_pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(containerd_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                os.kill(containerd_pid, 0)
+            except ProcessLookupError:
+                break
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(containerd_pid, os.WNOHANG)[0] == containerd_pid:
+                    break
+            time.sleep(0.05)
