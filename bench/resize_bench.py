@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,18 +57,19 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(int(len(ordered) * q), len(ordered) - 1)] * 1000
 
 
-def pod_body(name: str, size: int) -> dict[str, Any]:
+def pod_body(name: str, size: int, node: str = "node-1", image: str = "busybox") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": "resize-bench"}},
         "spec": {
-            "nodeName": "node-1",
+            "nodeName": node,
             "terminationGracePeriodSeconds": 30,
             "containers": [
                 {
                     "name": "main",
-                    "image": "busybox",
+                    "image": image,
+                    "imagePullPolicy": "IfNotPresent",
                     "command": ["sleep", "1d"],
                     "resources": SIZES[size],
                 }
@@ -159,10 +160,22 @@ def figures(result: dict[str, Any]) -> dict[str, float]:
 
 
 def pid_of(pod: dict[str, Any]) -> int:
+    """The agent's container ID is its process's PID (``inplace://PID``)."""
     return int(pod["status"]["containerStatuses"][0]["containerID"].removeprefix("inplace://"))
 
 
-async def bench(kubeconfig: Path, pods: int, resizes: int, restarts: int) -> dict[str, Any]:
+async def bench(
+    kubeconfig: Path,
+    pods: int,
+    resizes: int,
+    restarts: int,
+    *,
+    node: str = "node-1",
+    image: str = "busybox",
+    pid_of: Callable[[dict[str, Any]], int] = pid_of,
+) -> dict[str, Any]:
+    """The resizes and restarts on ``node`` (a kubelet node needs an ``image`` it has, and
+    ``pid_of`` that finds a containerd container's process)."""
     async with Client(load_kubeconfig(str(kubeconfig))) as client:
         watcher = Watcher(client)
         await watcher.start()
@@ -171,7 +184,7 @@ async def bench(kubeconfig: Path, pods: int, resizes: int, restarts: int) -> dic
             watcher.wait(lambda t, p, n=n: p["metadata"]["name"] == n and running(p)) for n in names
         ]
         for name in names:
-            await client.create(PODS, pod_body(name, 0))
+            await client.create(PODS, pod_body(name, 0, node, image))
         await asyncio.wait_for(asyncio.gather(*ready), 120)
         size = dict.fromkeys(names, 0)
         pids = {n: pid_of(watcher.pods[n]) for n in names}
@@ -232,7 +245,7 @@ async def bench(kubeconfig: Path, pods: int, resizes: int, restarts: int) -> dic
                     p["metadata"]["name"] == n and running(p) and shows(p, s)
                 )
             )
-            await client.create(PODS, pod_body(name, new))
+            await client.create(PODS, pod_body(name, new, node, image))
             up_at = await asyncio.wait_for(up, 60)
             restart.append(up_at - started)
             size[name] = new

@@ -34,12 +34,16 @@ sys.path.insert(0, str(REPO / "upstream"))
 
 from testbed.build import Binaries, build  # noqa: E402
 from testbed.cluster import ControlPlane, down, up  # noqa: E402
+from testbed.images import WORKLOAD_IMAGE  # noqa: E402
+from testbed.kubelet_node import container_pid  # noqa: E402
 
 __all__ = [
+    "WORKLOAD_IMAGE",
     "Binaries",
     "ControlPlane",
     "Row",
     "binaries",
+    "container_pid",
     "ensure_service_account",
     "machine",
     "pct",
@@ -87,7 +91,8 @@ def testbed(**kwargs: Any) -> Iterator[ControlPlane]:
         yield up(directory / "bed", binaries=binaries(), **kwargs)
     finally:
         # with no node, nothing runs a pod: a graceful delete would wait for no kubelet
-        leftovers = down(directory / "bed", delete_workloads=kwargs.get("nodes", 1) > 0)
+        nodes = kwargs.get("nodes", 1) + kwargs.get("kubelet_nodes", 0)
+        leftovers = down(directory / "bed", delete_workloads=nodes > 0)
         if leftovers:
             print("upstream test bed left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
         shutil.rmtree(directory, ignore_errors=True)

@@ -1,13 +1,16 @@
 """In-place resize side by side: inplace's node agent under inplace's API server and under
-kube-apiserver (the test bed), the measurements of ``bench/resize_bench.py``.
+kube-apiserver (the test bed), and the real kubelet under kube-apiserver; the measurements of
+``bench/resize_bench.py``.
 
 The same agent (``inplace node``, real cgroup v1 limits, approving resizes on its own ledger
-as upstream's kubelet does) runs one node in two clusters, in turn:
+as upstream's kubelet does) runs one node in two clusters, in turn, and then the kubelet:
 
 * **inplace**: ``inplace up --nodes 1 --no-scheduler`` (its API server, controller manager and
   the agent; no arbiter), as ``resize_bench.py --no-scheduler`` runs it;
 * **upstream**: the test bed with one node and the whole control plane (etcd, kube-apiserver,
-  kube-controller-manager, kube-scheduler; the agent with ``--admit-without-scheduler``).
+  kube-controller-manager, kube-scheduler; the agent with ``--admit-without-scheduler``);
+* **kubelet**: the same test bed with one kubelet node (the kubelet, containerd and runc of
+  ``scripts/upstream up --kubelet-nodes``) instead of the agent: what a real cluster does.
 
 On each, resize_bench.py's ``bench()``: ``--pods`` running pods (bound to node-1 by name),
 ``--resizes`` resizes through ``pods/resize`` one after another, each timed from the PATCH
@@ -16,7 +19,7 @@ delivering ``containerStatuses[].resources`` with the new size; then ``--restart
 restart path (delete, create, running) as the baseline.
 
     python bench/upstream_resize.py [--pods 50] [--resizes 200] [--restarts 10]
-                                    [--sides inplace,upstream] [--json FILE]
+                                    [--sides inplace,upstream,kubelet] [--json FILE]
 
 ``--sides upstream`` runs the test bed's side alone (``bench/run.py`` takes its upstream column
 from it); ``--json`` writes each side's figures (``resize_bench.figures``).
@@ -33,7 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from resize_bench import bench, figures, inplace_up
-from upstream_common import Row, machine, pct, session, side_by_side, testbed, wait_service_account
+from upstream_common import (
+    WORKLOAD_IMAGE,
+    Row,
+    container_pid,
+    machine,
+    pct,
+    session,
+    side_by_side,
+    testbed,
+    wait_service_account,
+)
 
 
 def inplace_side(args: argparse.Namespace) -> dict[str, Any]:
@@ -50,6 +63,26 @@ def upstream_side(args: argparse.Namespace) -> dict[str, Any]:
                 # kube-controller-manager makes it; pods are refused until it exists
                 await wait_service_account(http)
             return await bench(plane.kubeconfig, args.pods, args.resizes, args.restarts)
+
+        return asyncio.run(go())
+
+
+def kubelet_side(args: argparse.Namespace) -> dict[str, Any]:
+    with testbed(nodes=0, kubelet_nodes=1, node_cpu="2", node_memory="4Gi") as plane:
+        print(f"  {plane.version} control plane, kubelet-1 is the kubelet", flush=True)
+
+        async def go() -> dict[str, Any]:
+            async with session(plane.kubeconfig) as http:
+                await wait_service_account(http)
+            return await bench(
+                plane.kubeconfig,
+                args.pods,
+                args.resizes,
+                args.restarts,
+                node="kubelet-1",
+                image=WORKLOAD_IMAGE,
+                pid_of=lambda pod: container_pid(pod, "main"),
+            )
 
         return asyncio.run(go())
 
@@ -76,7 +109,9 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=50)
     parser.add_argument("--resizes", type=int, default=200)
     parser.add_argument("--restarts", type=int, default=10)
-    parser.add_argument("--sides", default="inplace,upstream", help="inplace, upstream or both")
+    parser.add_argument(
+        "--sides", default="inplace,upstream,kubelet", help="any of inplace, upstream, kubelet"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write each side's figures to FILE")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -88,7 +123,8 @@ def main() -> int:
         flush=True,
     )
     results: dict[str, dict[str, Any]] = {}
-    for name, side in (("inplace", inplace_side), ("upstream", upstream_side)):
+    sides = (("inplace", inplace_side), ("upstream", upstream_side), ("kubelet", kubelet_side))
+    for name, side in sides:
         if name not in args.sides.split(","):
             continue
         print(f"\n== {name}", flush=True)
@@ -96,7 +132,7 @@ def main() -> int:
         summary(name, results[name])
     if args.json:
         Path(args.json).write_text(json.dumps({n: figures(r) for n, r in results.items()}))
-    if len(results) < 2:
+    if "inplace" not in results or "upstream" not in results:
         return 0
     ours, theirs = results["inplace"], results["upstream"]
 
@@ -118,6 +154,17 @@ def main() -> int:
         f"{args.pods} pods, {args.resizes} resizes",
         rows,
     )
+    if "kubelet" in results:
+        kubelet = results["kubelet"]
+        print("\nThe real kubelet (containerd, runc) under kube-apiserver, same resizes:")
+        for label, key in (("PATCH → cgroup file", "cgroup"), ("PATCH → status", "status")):
+            print(
+                f"  {label}: p50 {pct(kubelet[key], 0.5):.1f} / p99 {pct(kubelet[key], 0.99):.1f}"
+                f" ms (agent under kube-apiserver p50 {pct(theirs[key], 0.5):.1f}, under inplace "
+                f"p50 {pct(ours[key], 0.5):.1f})"
+            )
+        if args.restarts:
+            print(f"  restart path p50: {pct(kubelet['restart'], 0.5):.0f} ms")
     return 0
 
 

@@ -9,7 +9,6 @@ in silence.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ sys.path.insert(0, str(REPO / "upstream"))
 
 from testbed.build import BuildError, build  # noqa: E402
 from testbed.cluster import ControlPlane, down, up  # noqa: E402
+from testbed.kubelet_node import container_pid  # noqa: E402
 
 
 @dataclass
@@ -118,22 +118,10 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
 
 def pid_of(pod: dict[str, Any], container: str = "main") -> int:
     """The host PID of a container's first process, on either kind of node: the agent's
-    container ID is that PID (``inplace://PID``); a kubelet's is containerd's
-    (``containerd://ID``), whose process is found where the kubelet's cgroupfs driver puts
-    it (``…/kubepods/[QOS/]pod<UID>/<ID>``): the one that is PID 1 of its PID namespace."""
-    container_id = str(status_of(pod, container)["containerID"])
-    if not container_id.startswith("containerd://"):
-        return agent_pid_of(pod, container)
-    cid = container_id.removeprefix("containerd://")
-    uid = pod["metadata"]["uid"]
-    for procs in (CGROUP_FS / "pids").glob(f"inplace/*/*/kubepods/**/pod{uid}/{cid}/cgroup.procs"):
-        for line in procs.read_text().split():
-            status = Path(f"/proc/{line}/status")
-            with contextlib.suppress(FileNotFoundError):
-                for field in status.read_text().splitlines():
-                    if field.startswith("NSpid:") and field.split()[-1] == "1":
-                        return int(line)
-    raise LookupError(f"no process of container {container} ({container_id}) of pod {uid}")
+    container ID is that PID (``inplace://PID``); a kubelet's is containerd's."""
+    if str(status_of(pod, container)["containerID"]).startswith("containerd://"):
+        return container_pid(pod, container)
+    return agent_pid_of(pod, container)
 
 
 def running(bed: Bed, name: str) -> dict[str, Any] | None:

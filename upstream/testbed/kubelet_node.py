@@ -42,6 +42,7 @@ from .podnet import PodNetwork
 
 __all__ = [
     "KubeletNode",
+    "container_pid",
     "containerd_argv",
     "import_images",
     "kubelet_argv",
@@ -405,3 +406,24 @@ def stop_runtime(binaries: Binaries, socket: Path, containerd_pid: int | None) -
                 if os.waitpid(containerd_pid, os.WNOHANG)[0] == containerd_pid:
                     break
             time.sleep(0.05)
+
+
+def container_pid(pod: dict[str, Any], container: str) -> int:
+    """The host PID of a kubelet node's container's first process, found where the kubelet's
+    cgroupfs driver puts it (``…/kubepods/[QOS/]pod<UID>/<ID>``): the process of that cgroup
+    that is PID 1 of its PID namespace. (The agent's container ID is the PID itself.)"""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    status = next((s for s in statuses if s.get("name") == container), None)
+    if status is None:
+        raise LookupError(f"no status of container {container}")
+    container_id = str(status.get("containerID", ""))
+    cid = container_id.removeprefix("containerd://")
+    uid = pod["metadata"]["uid"]
+    pattern = f"inplace/*/*/kubepods/**/pod{uid}/{cid}/cgroup.procs"
+    for procs in (CGROUP_FS / "pids").glob(pattern):
+        for pid in procs.read_text().split():
+            with contextlib.suppress(FileNotFoundError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("NSpid:") and line.split()[-1] == "1":
+                        return int(pid)
+    raise LookupError(f"no process of container {container} ({container_id}) of pod {uid}")
