@@ -22,6 +22,8 @@ from typing import Any
 import psutil
 import pytest
 
+from inplace.api.quantity import Quantity
+from inplace.node.registration import ephemeral_storage
 from tests.conftest import Cluster, start_cluster
 from tests.poll import wait_until
 
@@ -529,6 +531,49 @@ spec:
         )
     finally:
         delete(node_cluster, "toobig")
+
+
+DISK = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: busybox
+    command: [sleep, "3600"]
+    resources: {{requests: {{cpu: 10m, memory: 16Mi, ephemeral-storage: "{storage}"}}}}
+"""
+
+
+def test_ephemeral_storage_is_reported_and_counted(node_cluster: Cluster) -> None:
+    """The agent reports the filesystem of its data dir as a kubelet reports its root dir's,
+    and the embedded scheduler counts ephemeral storage as kube-scheduler does: a pod asking
+    1Mi is placed and runs, one asking more than the node's allocatable waits, Unschedulable
+    with upstream's reason."""
+    node = json.loads(node_cluster.kubectl("get", "node", NODE, "-o", "json").stdout)
+    capacity, allocatable = ephemeral_storage(node_cluster.data_dir.resolve() / "nodes" / NODE)
+    reported = {
+        kind: Quantity.parse(node["status"][kind]["ephemeral-storage"]).value()
+        for kind in ("capacity", "allocatable")
+    }
+    assert reported == {"capacity": capacity, "allocatable": allocatable}
+    apply(node_cluster, DISK.format(name="disk", storage="1Mi"))
+    apply(node_cluster, DISK.format(name="bigdisk", storage=allocatable + 1))
+    try:
+        pod = wait_until(lambda: running(node_cluster, "disk"), what="disk Running")
+        assert pod["spec"]["nodeName"] == NODE
+
+        def unschedulable() -> dict[str, Any] | None:
+            cond = condition(get_pod(node_cluster, "bigdisk"), "PodScheduled")
+            return cond if cond and cond.get("reason") == "Unschedulable" else None
+
+        cond = wait_until(unschedulable, what="bigdisk Unschedulable")
+        assert cond["message"] == "0/1 nodes are available: 1 Insufficient ephemeral-storage."
+    finally:
+        delete(node_cluster, "disk")
+        delete(node_cluster, "bigdisk")
 
 
 def test_delete_stops_processes_and_removes_cgroup(node_cluster: Cluster) -> None:

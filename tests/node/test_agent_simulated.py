@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from inplace.api.quantity import Quantity
 from inplace.apiserver.auth import SIMULATOR_USER
 from inplace.apiserver.nodemetrics import NodeMetricsProvider
 from inplace.client import (
@@ -20,6 +21,7 @@ from inplace.client import (
     ClusterConfig,
 )
 from inplace.node.agent import AgentConfig
+from inplace.node.registration import ephemeral_storage
 from inplace.node.runtime import ProcessSpec
 from inplace.node.simulated import SimulatedRuntime, run_simulated
 from tests.conftest import InProcessServer
@@ -72,6 +74,13 @@ async def test_many_nodes_in_one_process(apiserver: InProcessServer, tmp_path: P
             await await_until(leases, what="three leases")
             node = await admin.get(NODES, "sim-2")
             assert node["metadata"]["labels"]["inplace.dev/simulated"] == "true"
+            # ephemeral storage as a real agent reports it: the filesystem of its data dir
+            capacity, allocatable = ephemeral_storage(base.data_dir / "sim-2")
+            storage = {
+                kind: Quantity.parse(node["status"][kind]["ephemeral-storage"]).value()
+                for kind in ("capacity", "allocatable")
+            }
+            assert storage == {"capacity": capacity, "allocatable": allocatable}
             profile = json.dumps({"cpu": "300m", "memory": "200Mi"})
             pod = {
                 "apiVersion": "v1",

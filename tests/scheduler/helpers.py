@@ -19,6 +19,7 @@ def node(
     labels: Mapping[str, str] | None = None,
     taints: list[dict[str, str]] | None = None,
     unschedulable: bool = False,
+    ephemeral_storage: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if taints:
@@ -26,6 +27,8 @@ def node(
     if unschedulable:
         spec["unschedulable"] = True
     res = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    if ephemeral_storage is not None:
+        res["ephemeral-storage"] = ephemeral_storage
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -63,12 +66,15 @@ def pod(
     uid: str | None = None,
     created: str = "2026-01-01T00:00:00Z",
     conditions: list[dict[str, Any]] | None = None,
+    ephemeral_storage: str | None = None,
 ) -> dict[str, Any]:
     requests = {}
     if cpu is not None:
         requests["cpu"] = cpu
     if memory is not None:
         requests["memory"] = memory
+    if ephemeral_storage is not None:
+        requests["ephemeral-storage"] = ephemeral_storage
     resources: dict[str, Any] = {"requests": requests}
     if limits:
         resources["limits"] = dict(limits)

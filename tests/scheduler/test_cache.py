@@ -27,13 +27,39 @@ def test_totals_follow_pods() -> None:
     cache.add_pod(pod_info(pod("x", cpu="1", memory="1Gi", node_name="a")), "a")
     cache.add_pod(pod_info(pod("y", cpu="500m", memory="1Gi", node_name="a")), "a")
     assert totals(cache, "a") == (1500, 2 * GI, 2, 1500, 2 * GI)
-    assert cache.free(cache.slot_of["a"]) == (2500, 6 * GI, 108)
+    assert cache.free(cache.slot_of["a"]) == (2500, 6 * GI, 108, 0)
     # update replaces the charge
     cache.add_pod(pod_info(pod("y", cpu="250m", memory="1Gi", node_name="a")), "a")
     assert totals(cache, "a")[:3] == (1250, 2 * GI, 2)
     cache.remove_pod("default/x")
     assert totals(cache, "a") == (250, GI, 1, 250, GI)
     assert cache.remove_pod("default/nope") is None
+
+
+def test_ephemeral_storage_totals_follow_pods() -> None:
+    """Counted as upstream's NodeInfo counts it: the node's allocatable (none reported: none),
+    each pod at its request, whatever a resize does to its cpu and memory."""
+    cache = NodeCache(capacity=1)
+    cache.upsert_node(node("a", ephemeral_storage="10Gi"))
+    slot = cache.slot_of["a"]
+    x = pod_info(pod("x", node_name="a", ephemeral_storage="1Gi"))
+    assert x.ephemeral_storage == GI
+    cache.add_pod(x, "a")
+    resizing = pod(
+        "y",
+        cpu="2",
+        node_name="a",
+        allocated={"cpu": "1", "memory": "128Mi"},
+        ephemeral_storage="2Gi",
+    )
+    cache.add_pod(pod_info(resizing), "a")
+    assert cache.free(slot)[3] == 7 * GI
+    cache.remove_pod("default/x")
+    assert (int(cache.req_storage[slot]), cache.free(slot)[3]) == (2 * GI, 8 * GI)
+    assert cache.upsert_node(node("a", ephemeral_storage="20Gi")).grew
+    assert cache.free(slot)[3] == 18 * GI
+    cache.upsert_node(node("b"))
+    assert cache.free(cache.slot_of["b"])[3] == 0
 
 
 def test_assume_and_forget() -> None:

@@ -97,6 +97,39 @@ def test_fit_reasons_for_a_resize_delta_need_no_pod_slot() -> None:
     assert fit_reasons(500, 0, 100, 0, 0, pods=0) == [Insufficient("cpu", 500, 100)]
 
 
+def test_fit_reasons_count_ephemeral_storage_after_memory() -> None:
+    got = fit_reasons(0, 2 * GI, 0, GI, ephemeral_storage=2 * GI, free_ephemeral_storage=GI)
+    assert [str(r) for r in got] == [
+        "Insufficient memory: requested 2Gi, free 1Gi",
+        "Insufficient ephemeral-storage: requested 2Gi, free 1Gi",
+    ]
+    assert [r.short for r in got] == ["Insufficient memory", "Insufficient ephemeral-storage"]
+
+
+def test_node_resources_fit_counts_ephemeral_storage() -> None:
+    """As upstream's ``fitsRequest``: a pod's ephemeral-storage request must fit what the
+    node's allocatable leaves; a node that reports none has none to give."""
+    cache = cache_of(
+        node("a", ephemeral_storage="10Gi"),
+        node("b"),
+        node("c", ephemeral_storage="10Gi"),
+        bound=[pod("x", node_name="a", ephemeral_storage="9Gi")],
+    )
+    wants = pod("p", ephemeral_storage="2Gi")
+    statuses = run_filter(NodeResourcesFit(), wants, cache)
+    assert statuses["a"].reasons == ("Insufficient ephemeral-storage: requested 2Gi, free 1Gi",)
+    assert statuses["b"].reasons == ("Insufficient ephemeral-storage: requested 2Gi, free 0",)
+    assert statuses["c"].ok
+    assert all(s.ok for s in run_filter(NodeResourcesFit(), pod("q"), cache).values())
+    cache.remove_node("c")
+    fw = Framework(default_plugins(None))
+    info, state = pod_info(wants), CycleState()
+    assert not fw.feasible(state, info, cache).any()
+    assert fw.diagnose(state, info, cache).message() == (
+        "0/2 nodes are available: 2 Insufficient ephemeral-storage."
+    )
+
+
 def test_node_resources_fit_counts_bound_and_assumed_pods() -> None:
     cache = cache_of(
         node("a", cpu="2", memory="4Gi"),
@@ -412,23 +445,30 @@ def test_framework_diagnosis_message_is_upstreams() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     free=st.lists(
-        st.tuples(st.integers(0, 4000), st.integers(0, 8 * GI), st.integers(0, 3)),
+        st.tuples(
+            st.integers(0, 4000), st.integers(0, 8 * GI), st.integers(0, 3), st.integers(0, GI)
+        ),
         min_size=1,
         max_size=8,
     ),
-    req=st.tuples(st.integers(0, 4000), st.integers(0, 8 * GI)),
+    req=st.tuples(st.integers(0, 4000), st.integers(0, 8 * GI), st.integers(0, GI)),
 )
 def test_vector_fit_agrees_with_fit_reasons(
-    free: list[tuple[int, int, int]], req: tuple[int, int]
+    free: list[tuple[int, int, int, int]], req: tuple[int, int, int]
 ) -> None:
     cache = NodeCache(capacity=2)
-    for i, (cpu, mem, pods) in enumerate(free):
-        cache.upsert_node(node(f"n{i}", cpu=f"{cpu}m", memory=str(mem), pods=pods))
-    info = pod_info(pod("p", cpu=f"{req[0]}m", memory=str(req[1])))
+    for i, (cpu, mem, pods, storage) in enumerate(free):
+        cache.upsert_node(
+            node(f"n{i}", cpu=f"{cpu}m", memory=str(mem), pods=pods, ephemeral_storage=str(storage))
+        )
+    info = pod_info(pod("p", cpu=f"{req[0]}m", memory=str(req[1]), ephemeral_storage=str(req[2])))
     plugin = NodeResourcesFit()
     state = CycleState()
     mask = plugin.filter_nodes(state, info, cache)
     assert mask is not None
-    for i, (cpu, mem, pods) in enumerate(free):
+    for i, (cpu, mem, pods, storage) in enumerate(free):
         slot = cache.slot_of[f"n{i}"]
-        assert bool(mask[slot]) == (fit_reasons(req[0], req[1], cpu, mem, pods) == [])
+        reasons = fit_reasons(
+            req[0], req[1], cpu, mem, pods, ephemeral_storage=req[2], free_ephemeral_storage=storage
+        )
+        assert bool(mask[slot]) == (reasons == [])

@@ -8,6 +8,7 @@ from inplace.scheduler.framework import pod_info
 from inplace.scheduler.preemption import (
     Candidate,
     DisruptionBudgets,
+    Room,
     Victims,
     pick_node,
     select_victims,
@@ -16,37 +17,51 @@ from inplace.scheduler.preemption import (
 from .helpers import pod
 
 
-def c(key: str, priority: int, cpu: int, violates: bool = False) -> Candidate:
-    return Candidate(key, priority, cpu, 0, violates)
+def c(key: str, priority: int, cpu: int, violates: bool = False, storage: int = 0) -> Candidate:
+    return Candidate(key, priority, cpu, 0, violates, ephemeral_storage=storage)
 
 
 @pytest.mark.parametrize(
     ("need", "room", "pods", "expected"),
     [
         # fits already: no victims
-        ((500, 0, 1), (1000, 0, 5), [c("a", 0, 1000)], []),
+        ((500, 0, 1, 0), (1000, 0, 5, 0), [c("a", 0, 1000)], []),
         # only higher-priority pods: cannot help
-        ((2000, 0, 1), (0, 0, 5), [c("a", 50, 1000), c("b", 100, 1000)], None),
+        ((2000, 0, 1, 0), (0, 0, 5, 0), [c("a", 50, 1000), c("b", 100, 1000)], None),
         # removing every lower pod is not enough
-        ((5000, 0, 1), (0, 0, 5), [c("a", 0, 1000), c("b", 0, 1000)], None),
+        ((5000, 0, 1, 0), (0, 0, 5, 0), [c("a", 0, 1000), c("b", 0, 1000)], None),
         # the lowest priority goes; the higher one is reprieved
-        ((1000, 0, 1), (0, 0, 5), [c("low", 0, 1000), c("mid", 5, 1000)], ["low"]),
+        ((1000, 0, 1, 0), (0, 0, 5, 0), [c("low", 0, 1000), c("mid", 5, 1000)], ["low"]),
         # fewest victims: one big pod beats two small ones of the same priority
         (
-            (2000, 0, 1),
-            (0, 0, 5),
+            (2000, 0, 1, 0),
+            (0, 0, 5, 0),
             [c("small1", 0, 1000), c("small2", 0, 1000), c("big", 0, 2000)],
             ["big"],
         ),
         # a budget-violating pod is reprieved first: the other goes, though higher priority
-        ((1000, 0, 1), (0, 0, 5), [c("guarded", 0, 1000, True), c("free", 5, 1000)], ["free"]),
+        (
+            (1000, 0, 1, 0),
+            (0, 0, 5, 0),
+            [c("guarded", 0, 1000, True), c("free", 5, 1000)],
+            ["free"],
+        ),
         # pod slots count too
-        ((0, 0, 1), (5000, 0, 0), [c("a", 0, 100)], ["a"]),
+        ((0, 0, 1, 0), (5000, 0, 0, 0), [c("a", 0, 100)], ["a"]),
+        # and ephemeral storage: the pod holding it goes, not the one holding cpu alone
+        (
+            (100, 0, 1, 500),
+            (1000, 0, 5, 200),
+            [c("cpu-only", 0, 1000), c("disk", 5, 0, storage=400)],
+            ["disk"],
+        ),
+        # removing every lower pod frees too little storage: preemption cannot help
+        ((100, 0, 1, 500), (1000, 0, 5, 0), [c("a", 0, 1000, storage=100)], None),
     ],
 )
 def test_select_victims(
-    need: tuple[int, int, int],
-    room: tuple[int, int, int],
+    need: Room,
+    room: Room,
     pods: list[Candidate],
     expected: list[str] | None,
 ) -> None:

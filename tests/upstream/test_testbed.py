@@ -12,6 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from inplace.api.quantity import Quantity
+from inplace.node.registration import allocatable_ephemeral_storage
 from tests.poll import wait_until
 
 from .conftest import CGROUP_FS, Bed, down, start_bed, wait_running
@@ -41,6 +43,37 @@ def test_two_inplace_nodes_ready_with_leases(bed: Bed) -> None:
         assert lease["spec"]["holderIdentity"] == node["metadata"]["name"]
         # the lease is owned by its Node, as the kubelet writes it
         assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+
+
+def test_a_pod_requesting_ephemeral_storage_runs_on_an_agent_node(bed: Bed) -> None:
+    """kube-scheduler fits ephemeral-storage requests to a node's allocatable; the agent
+    reports the filesystem of its data dir as a kubelet reports its root dir's (before, the pod
+    stayed Pending: "0/2 nodes are available: 2 Insufficient ephemeral-storage")."""
+    for name in bed.plane.nodes:
+        fs = os.statvfs(bed.plane.directory / "nodes" / name)
+        size = fs.f_blocks * fs.f_frsize
+        status = bed.get("node", name)["status"]
+        assert Quantity.parse(status["capacity"]["ephemeral-storage"]).value() == size
+        allocatable = Quantity.parse(status["allocatable"]["ephemeral-storage"]).value()
+        assert allocatable == allocatable_ephemeral_storage(size)
+    node = bed.plane.nodes[0]
+    bed.apply(
+        f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: scratch}}
+spec:
+  nodeSelector: {{kubernetes.io/hostname: {node}}}
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    resources: {{requests: {{cpu: 10m, memory: 16Mi, ephemeral-storage: 1Mi}}}}
+"""
+    )
+    assert wait_running(bed, "scratch")["spec"]["nodeName"] == node
+    bed.kubectl("delete", "pod", "scratch")
 
 
 def test_node_identity_is_judged_as_a_kubelet(bed: Bed) -> None:

@@ -50,7 +50,8 @@ def format_memory(value: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Insufficient:
-    """One resource a node lacks: ``resource`` is ``cpu``, ``memory`` or ``pods``."""
+    """One resource a node lacks: ``resource`` is ``cpu``, ``memory``, ``ephemeral-storage``
+    or ``pods``."""
 
     resource: str
     requested: int
@@ -64,7 +65,7 @@ class Insufficient:
     def __str__(self) -> str:
         if self.resource == "cpu":
             req, free = format_cpu(self.requested), format_cpu(max(self.free, 0))
-        elif self.resource == "memory":
+        elif self.resource in ("memory", "ephemeral-storage"):
             req, free = format_memory(self.requested), format_memory(max(self.free, 0))
         else:
             req, free = str(self.requested), str(max(self.free, 0))
@@ -72,11 +73,20 @@ class Insufficient:
 
 
 def fit_reasons(
-    cpu: int, memory: int, free_cpu: int, free_memory: int, free_pods: int = 1, *, pods: int = 1
+    cpu: int,
+    memory: int,
+    free_cpu: int,
+    free_memory: int,
+    free_pods: int = 1,
+    *,
+    pods: int = 1,
+    ephemeral_storage: int = 0,
+    free_ephemeral_storage: int = 0,
 ) -> list[Insufficient]:
-    """Why a request of ``cpu`` millicores and ``memory`` bytes (and ``pods`` pod slots) does
-    not fit the free room given; empty when it fits. A zero request always fits, and a
-    negative one (a shrinking resize) too."""
+    """Why a request of ``cpu`` millicores, ``memory`` bytes, ``pods`` pod slots and
+    ``ephemeral_storage`` bytes does not fit the free room given; empty when it fits, in
+    upstream's order (``fitsRequest``). A zero request always fits, and a negative one (a
+    shrinking resize) too."""
     out: list[Insufficient] = []
     if pods > 0 and pods > free_pods:
         out.append(Insufficient("pods", pods, free_pods))
@@ -84,6 +94,8 @@ def fit_reasons(
         out.append(Insufficient("cpu", cpu, free_cpu))
     if memory > 0 and memory > free_memory:
         out.append(Insufficient("memory", memory, free_memory))
+    if ephemeral_storage > 0 and ephemeral_storage > free_ephemeral_storage:
+        out.append(Insufficient("ephemeral-storage", ephemeral_storage, free_ephemeral_storage))
     return out
 
 

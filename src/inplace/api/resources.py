@@ -30,6 +30,7 @@ __all__ = [
     "BEST_EFFORT",
     "BURSTABLE",
     "CPU",
+    "EPHEMERAL_STORAGE",
     "GUARANTEED",
     "MEMORY",
     "ResourceList",
@@ -54,6 +55,7 @@ ResourceList = dict[str, Quantity]
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 HUGEPAGES_PREFIX: Final = "hugepages-"
 
 GUARANTEED: Final = "Guaranteed"

@@ -1,12 +1,14 @@
 """A node's own objects: the Node (registration, status heartbeats) and its Lease.
 
-Upstream's kubelet shape: the Node is created once with capacity, allocatable, addresses
-(``InternalIP``: the address the agent's endpoint listens on, ``--address``; ``Hostname``:
-the node's name), labels and ``nodeInfo``, its status (conditions with
-``lastHeartbeatTime``) is patched every ``node_status_every`` seconds, and the Lease in
-``kube-node-lease`` is renewed every ``lease_renew_every`` seconds (the cheap liveness
-signal). A node whose cgroup driver cannot enforce limits says so twice: annotation
-``inplace.dev/limits-enforced: "false"`` and condition ``LimitsEnforced=False``.
+Upstream's kubelet shape: the Node is created once with capacity and allocatable (cpu,
+memory and pods as configured; ephemeral storage from the filesystem of the data dir, by the
+kubelet's rules: :func:`ephemeral_storage`), addresses (``InternalIP``: the address the
+agent's endpoint listens on, ``--address``; ``Hostname``: the node's name), labels and
+``nodeInfo``, its status (conditions with ``lastHeartbeatTime``) is patched every
+``node_status_every`` seconds, and the Lease in ``kube-node-lease`` is renewed every
+``lease_renew_every`` seconds (the cheap liveness signal). A node whose cgroup driver cannot
+enforce limits says so twice: annotation ``inplace.dev/limits-enforced: "false"`` and
+condition ``LimitsEnforced=False``.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import platform
 import socket
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from inplace.api.annotations import CGROUP_DRIVER, LIMITS_ENFORCED, MEMORY_PAUSE
+from inplace.api.quantity import Format, Quantity
+from inplace.api.resources import EPHEMERAL_STORAGE
 from inplace.api.timestamps import rfc3339, rfc3339_micro
 from inplace.client import (
     LEASES,
@@ -42,8 +48,11 @@ __all__ = [
     "KUBELET_VERSION",
     "LEASE_NAMESPACE",
     "LIMITS_ANNOTATION",
+    "NODEFS_AVAILABLE_HARD",
     "RUNTIME_VERSION",
     "NodeRegistration",
+    "allocatable_ephemeral_storage",
+    "ephemeral_storage",
 ]
 
 log = logging.getLogger(__name__)
@@ -53,6 +62,31 @@ RUNTIME_VERSION: Final = "inplace://0.1.0"
 LEASE_NAMESPACE: Final = "kube-node-lease"
 LIMITS_ANNOTATION: Final = LIMITS_ENFORCED
 CGROUP_DRIVER_ANNOTATION: Final = CGROUP_DRIVER
+NODEFS_AVAILABLE_HARD: Final[float] = struct.unpack("f", struct.pack("f", 0.1))[0]
+"""The kubelet's default hard eviction threshold ``nodefs.available<10%``
+(``pkg/kubelet/eviction/defaults_linux.go``) as Go holds it: a float32 fraction."""
+
+
+def ephemeral_storage(data_dir: Path) -> tuple[int, int]:
+    """``(capacity, allocatable)`` bytes of the node's ephemeral storage, as a kubelet reports
+    them: capacity is the size of the filesystem holding the agent's data dir, as a kubelet's is
+    that of the one holding its ``--root-dir`` (cadvisor's ``RootFsInfo``: ``f_blocks *
+    f_frsize``; a data dir not made yet counts as its nearest existing parent), allocatable
+    :func:`allocatable_ephemeral_storage` of it."""
+    path = data_dir
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    fs = os.statvfs(path)
+    capacity = fs.f_blocks * fs.f_frsize
+    return capacity, allocatable_ephemeral_storage(capacity)
+
+
+def allocatable_ephemeral_storage(capacity: int) -> int:
+    """The kubelet's node allocatable rule (``GetNodeAllocatableReservation``): capacity less
+    kube-reserved and system-reserved (none here) and the hard eviction threshold for the
+    resource, by default ``nodefs.available<10%`` (in bytes by ``GetThresholdQuantity``:
+    ``int64(float64(capacity) * float32 0.1)``), never below zero."""
+    return max(0, capacity - int(capacity * NODEFS_AVAILABLE_HARD))
 
 
 class NodeRegistration:
@@ -77,16 +111,27 @@ class NodeRegistration:
         self.memory_pause = memory_pause
         self._transition_times: dict[str, str] = {}
 
-    def node_object(self) -> dict[str, Any]:
+    def resources(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The Node's ``(capacity, allocatable)``: cpu, memory and pods as configured (no
+        reservations, so allocatable equals capacity), and ephemeral storage as a kubelet
+        reports it (:func:`ephemeral_storage`), read again for each status as the kubelet
+        does."""
         cfg = self.config
-        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-        resources = {
+        configured = {
             "cpu": _cpu_text(cfg.cpu_milli),
             "memory": f"{cfg.memory_bytes // 1024}Ki"
             if cfg.memory_bytes % 1024 == 0
             else str(cfg.memory_bytes),
             "pods": str(cfg.max_pods),
         }
+        storage_capacity, storage_allocatable = ephemeral_storage(cfg.data_dir)
+        capacity = {**configured, EPHEMERAL_STORAGE: _bytes_text(storage_capacity)}
+        allocatable = {**configured, EPHEMERAL_STORAGE: _bytes_text(storage_allocatable)}
+        return capacity, allocatable
+
+    def node_object(self) -> dict[str, Any]:
+        cfg = self.config
+        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
         enforced = "true" if self.driver.enforces_limits else "false"
         return {
             "apiVersion": "v1",
@@ -108,13 +153,12 @@ class NodeRegistration:
                 },
             },
             "spec": {},
-            "status": self.node_status(resources),
+            "status": self.node_status(),
         }
 
-    def node_status(self, resources: dict[str, str] | None = None) -> dict[str, Any]:
+    def node_status(self) -> dict[str, Any]:
         cfg = self.config
-        if resources is None:
-            resources = self.node_object()["status"]["capacity"]
+        capacity, allocatable = self.resources()
         now = rfc3339()
         uname = platform.uname()
         enforced = self.driver.enforces_limits
@@ -152,8 +196,8 @@ class NodeRegistration:
             cond["lastHeartbeatTime"] = now
             cond["lastTransitionTime"] = self._transition_times.setdefault(cond["type"], now)
         return {
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
+            "capacity": capacity,
+            "allocatable": allocatable,
             "conditions": conditions,
             "addresses": [
                 {"type": "InternalIP", "address": cfg.http_host},
@@ -263,6 +307,10 @@ class NodeRegistration:
                 await self.register()
             except (APIError, APIConnectionError) as exc:
                 log.warning("node status: %s", exc)
+
+
+def _bytes_text(value: int) -> str:
+    return str(Quantity.from_int(value, Format.BINARY_SI))
 
 
 def _cpu_text(milli: int) -> str:

@@ -243,6 +243,8 @@ class ResizeArbiter:
         ok = self.cache.valid & ~self.cache.unschedulable
         ok &= room_cpu >= info.target_cpu
         ok &= room_mem >= info.target_memory
+        if info.ephemeral_storage > 0:
+            ok &= self.cache.free_storage >= info.ephemeral_storage
         slot = self.cache.slot(node)
         if slot is not None:
             ok[slot] = False
@@ -343,8 +345,8 @@ class ResizeArbiter:
         found = select_victims(
             node,
             preemptor_priority=info.priority,
-            need=(delta[0], delta[1], 0),
-            room=(room[0], room[1], 1 << 30),
+            need=(delta[0], delta[1], 0, 0),
+            room=(room[0], room[1], 1 << 30, 1 << 62),
             pods=budgets.candidates(others),
         )
         if found is None or not found.pods:

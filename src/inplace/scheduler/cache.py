@@ -3,11 +3,13 @@
 Each node owns one *slot* (an index into the arrays); a removed node's slot is reused. Per
 slot the cache keeps:
 
-* ``alloc_cpu`` (millicores), ``alloc_mem`` (bytes), ``alloc_pods`` — from
+* ``alloc_cpu`` (millicores), ``alloc_mem`` (bytes), ``alloc_pods``, ``alloc_storage``
+  (ephemeral storage, bytes; none reported is none to give, as upstream) — from
   ``status.allocatable`` (``capacity`` when allocatable is absent);
-* ``req_cpu``, ``req_mem``, ``req_pods`` — the **placement** totals: every pod bound or
-  assumed on the node, charged ``max(desired unless Infeasible, allocated, actual)``, so a
-  resize in flight (or waiting) holds its room against new pods;
+* ``req_cpu``, ``req_mem``, ``req_pods``, ``req_storage`` — the **placement** totals: every
+  pod bound or assumed on the node, charged ``max(desired unless Infeasible, allocated,
+  actual)``, so a resize in flight (or waiting) holds its room against new pods (ephemeral
+  storage, never resized, at its request);
 * ``com_cpu``, ``com_mem`` — the **committed** totals the resize arbiter decides with: a pod
   whose resize is not approved yet counts at what it holds (``max(allocated, actual)``); an
   approved one at its placement charge;
@@ -33,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inplace.api.quantity import read_quantity
+from inplace.api.resources import EPHEMERAL_STORAGE
 
 from .framework import PodInfo
 
@@ -88,11 +91,17 @@ def _quantity(raw: Any, milli: bool) -> int:
     return read_quantity(raw, milli=milli) or 0
 
 
-def _node_resources(node: Mapping[str, Any]) -> tuple[int, int, int]:
+def _node_resources(node: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """``(milli-CPU, memory bytes, pods, ephemeral storage bytes)`` the node offers."""
     status = node.get("status") or {}
     res = status.get("allocatable") or status.get("capacity") or {}
     pods = _quantity(res.get("pods"), False) if "pods" in res else DEFAULT_MAX_PODS
-    return _quantity(res.get("cpu"), True), _quantity(res.get("memory"), False), pods
+    return (
+        _quantity(res.get("cpu"), True),
+        _quantity(res.get("memory"), False),
+        pods,
+        _quantity(res.get(EPHEMERAL_STORAGE), False),
+    )
 
 
 def _blocking_taints(taints: Sequence[Mapping[str, Any]]) -> bool:
@@ -116,15 +125,18 @@ class NodeCache:
         self.alloc_cpu: Ints = np.zeros(0, dtype=np.int64)
         self.alloc_mem: Ints = np.zeros(0, dtype=np.int64)
         self.alloc_pods: Ints = np.zeros(0, dtype=np.int64)
+        self.alloc_storage: Ints = np.zeros(0, dtype=np.int64)
         self.req_cpu: Ints = np.zeros(0, dtype=np.int64)
         self.req_mem: Ints = np.zeros(0, dtype=np.int64)
         self.req_pods: Ints = np.zeros(0, dtype=np.int64)
+        self.req_storage: Ints = np.zeros(0, dtype=np.int64)
         self.com_cpu: Ints = np.zeros(0, dtype=np.int64)
         self.com_mem: Ints = np.zeros(0, dtype=np.int64)
         self.free_cpu: Ints = np.zeros(0, dtype=np.int64)
         """``alloc_cpu - req_cpu``, kept up to date (a filter allocates no temporaries)."""
         self.free_mem: Ints = np.zeros(0, dtype=np.int64)
         self.free_pods: Ints = np.zeros(0, dtype=np.int64)
+        self.free_storage: Ints = np.zeros(0, dtype=np.int64)
         self._grow(capacity)
         self.generation = 0
         """Moves when node set, labels or taints change (mask caches key on it)."""
@@ -157,14 +169,17 @@ class NodeCache:
         self.alloc_cpu = extend(self.alloc_cpu)
         self.alloc_mem = extend(self.alloc_mem)
         self.alloc_pods = extend(self.alloc_pods)
+        self.alloc_storage = extend(self.alloc_storage)
         self.req_cpu = extend(self.req_cpu)
         self.req_mem = extend(self.req_mem)
         self.req_pods = extend(self.req_pods)
+        self.req_storage = extend(self.req_storage)
         self.com_cpu = extend(self.com_cpu)
         self.com_mem = extend(self.com_mem)
         self.free_cpu = extend(self.free_cpu)
         self.free_mem = extend(self.free_mem)
         self.free_pods = extend(self.free_pods)
+        self.free_storage = extend(self.free_storage)
         self.names.extend([None] * (capacity - old))
         self.labels.extend([{}] * (capacity - old))
         self.taints.extend([[] for _ in range(capacity - old)])
@@ -193,7 +208,7 @@ class NodeCache:
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         name = meta.get("name") or ""
-        cpu, mem, pods = _node_resources(node)
+        cpu, mem, pods, storage = _node_resources(node)
         labels = dict(meta.get("labels") or {})
         # Taints as the node lifecycle controller writes them (not-ready, unreachable,
         # pressure): the scheduler reads them and infers nothing from the conditions.
@@ -212,6 +227,7 @@ class NodeCache:
             labels_changed = taints_changed = True
             became_schedulable = not unschedulable
             self.req_cpu[slot] = self.req_mem[slot] = self.req_pods[slot] = 0
+            self.req_storage[slot] = 0
             self.com_cpu[slot] = self.com_mem[slot] = 0
             for key in self.node_pods.get(name, ()):
                 entry = self.pods[key]
@@ -222,6 +238,7 @@ class NodeCache:
                 cpu > self.alloc_cpu[slot]
                 or mem > self.alloc_mem[slot]
                 or pods > self.alloc_pods[slot]
+                or storage > self.alloc_storage[slot]
             )
             labels_changed = labels != self.labels[slot]
             taints_changed = taints != self.taints[slot]
@@ -230,9 +247,11 @@ class NodeCache:
         self.alloc_cpu[slot] = cpu
         self.alloc_mem[slot] = mem
         self.alloc_pods[slot] = pods
+        self.alloc_storage[slot] = storage
         self.free_cpu[slot] = cpu - self.req_cpu[slot]
         self.free_mem[slot] = mem - self.req_mem[slot]
         self.free_pods[slot] = pods - self.req_pods[slot]
+        self.free_storage[slot] = storage - self.req_storage[slot]
         self.unschedulable[slot] = unschedulable
         self.tainted[slot] = _blocking_taints(taints)
         self.labels[slot] = labels
@@ -260,14 +279,17 @@ class NodeCache:
             self.alloc_cpu,
             self.alloc_mem,
             self.alloc_pods,
+            self.alloc_storage,
             self.req_cpu,
             self.req_mem,
             self.req_pods,
+            self.req_storage,
             self.com_cpu,
             self.com_mem,
             self.free_cpu,
             self.free_mem,
             self.free_pods,
+            self.free_storage,
         ):
             arr[slot] = 0
         self.names[slot] = None
@@ -287,9 +309,11 @@ class NodeCache:
         self.req_cpu[slot] += sign * entry.cpu
         self.req_mem[slot] += sign * entry.mem
         self.req_pods[slot] += sign
+        self.req_storage[slot] += sign * entry.info.ephemeral_storage
         self.free_cpu[slot] -= sign * entry.cpu
         self.free_mem[slot] -= sign * entry.mem
         self.free_pods[slot] -= sign
+        self.free_storage[slot] -= sign * entry.info.ephemeral_storage
         self.com_cpu[slot] += sign * entry.com_cpu
         self.com_mem[slot] += sign * entry.com_mem
 
@@ -435,14 +459,16 @@ class NodeCache:
     def clear_nomination(self, key: str) -> None:
         self.nominated.pop(key, None)
 
-    def nominated_charge(self, pod: PodInfo) -> tuple[Ints, Ints, Ints] | None:
-        """Room held for nominated pods of priority >= ``pod``'s (except ``pod``), per slot;
-        None when there are none (the common case)."""
+    def nominated_charge(self, pod: PodInfo) -> tuple[Ints, Ints, Ints, Ints] | None:
+        """Room held for nominated pods of priority >= ``pod``'s (except ``pod``), per slot:
+        ``(cpu, memory, pods, ephemeral storage)``; None when there are none (the common
+        case)."""
         if not self.nominated:
             return None
         cpu = np.zeros(self._capacity, dtype=np.int64)
         mem = np.zeros(self._capacity, dtype=np.int64)
         pods = np.zeros(self._capacity, dtype=np.int64)
+        storage = np.zeros(self._capacity, dtype=np.int64)
         found = False
         for key, other in self.nominated.items():
             if key == pod.key or other.priority < pod.priority:
@@ -453,14 +479,21 @@ class NodeCache:
             cpu[slot] += other.cpu
             mem[slot] += other.memory
             pods[slot] += 1
+            storage[slot] += other.ephemeral_storage
             found = True
-        return (cpu, mem, pods) if found else None
+        return (cpu, mem, pods, storage) if found else None
 
     # -- reading -----------------------------------------------------------------------------
 
-    def free(self, slot: int) -> tuple[int, int, int]:
-        """Placement room on one node: ``(cpu milli, memory bytes, pods)``."""
-        return int(self.free_cpu[slot]), int(self.free_mem[slot]), int(self.free_pods[slot])
+    def free(self, slot: int) -> tuple[int, int, int, int]:
+        """Placement room on one node: ``(cpu milli, memory bytes, pods, ephemeral storage
+        bytes)``."""
+        return (
+            int(self.free_cpu[slot]),
+            int(self.free_mem[slot]),
+            int(self.free_pods[slot]),
+            int(self.free_storage[slot]),
+        )
 
     def committed_free(self, slot: int) -> tuple[int, int]:
         """Room on one node as the resize arbiter sees it."""

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from inplace.api.annotations import IN_PLACE_ONLY, resize_policy
 from inplace.api.quantity import QuantityError
 from inplace.api.resources import (
+    EPHEMERAL_STORAGE,
     GUARANTEED,
     container_requests,
     get_pod_qos,
@@ -229,6 +230,8 @@ class PodInfo:
     """What the pod needs once its resize is applied: ``max(desired, allocated, actual)``
     per container even when the resize was marked Infeasible."""
     target_memory: int = 0
+    ephemeral_storage: int = 0
+    """Bytes of ephemeral storage requested (upstream's ``PodRequests``; never resized)."""
     node_name: str = ""
     nominated_node_name: str = ""
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
@@ -289,9 +292,18 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-RequestsMemo = dict[str, tuple[int, tuple[int, int]]]
-"""uid → (generation, desired requests): a pod's spec resources change only with its
-generation, so the scheduler parses them once per generation, not once per watch event."""
+RequestsMemo = dict[str, tuple[int, tuple[int, int, int]]]
+"""uid → (generation, desired cpu, memory and ephemeral storage): a pod's spec resources
+change only with its generation, so the scheduler parses them once per generation, not once
+per watch event."""
+
+
+def _desired(pod: Mapping[str, Any]) -> tuple[int, int, int]:
+    """The spec's requests: ``(milli-CPU, memory bytes, ephemeral storage bytes)``."""
+    requests = pod_requests(pod)
+    cpu, memory = requests_milli_bytes(requests)
+    storage = requests.get(EPHEMERAL_STORAGE)
+    return cpu, memory, 0 if storage is None else storage.value()
 
 
 def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> PodInfo:
@@ -307,11 +319,11 @@ def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> Pod
         generation = meta.get("generation")
         cached = memo.get(uid) if memo is not None and uid else None
         if cached is not None and cached[0] == generation:
-            desired_cpu, desired_memory = cached[1]
+            desired_cpu, desired_memory, storage = cached[1]
         else:
-            desired_cpu, desired_memory = requests_milli_bytes(pod_requests(pod))
+            desired_cpu, desired_memory, storage = _desired(pod)
             if memo is not None and uid and isinstance(generation, int):
-                memo[uid] = (generation, (desired_cpu, desired_memory))
+                memo[uid] = (generation, (desired_cpu, desired_memory, storage))
         if _has_status_resources(status):
             cpu, memory = requests_milli_bytes(resize_accounting_requests(pod))
             resizing = _is_resizing(pod)
@@ -321,7 +333,7 @@ def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> Pod
         committed = _committed_requests(pod) if resizing else (cpu, memory)
         target = _target_requests(pod) if resizing else (cpu, memory)
     except (QuantityError, ValueError, TypeError, AttributeError) as exc:
-        cpu = memory = desired_cpu = desired_memory = 0
+        cpu = memory = desired_cpu = desired_memory = storage = 0
         committed = target = (0, 0)
         resizing = False
         error = f"invalid resources: {exc}"
@@ -356,6 +368,7 @@ def pod_info(pod: Mapping[str, Any], *, memo: RequestsMemo | None = None) -> Pod
         desired_memory=desired_memory,
         target_cpu=target[0],
         target_memory=target[1],
+        ephemeral_storage=storage,
         node_name=spec.get("nodeName") or "",
         nominated_node_name=status.get("nominatedNodeName") or "",
         scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,

@@ -12,7 +12,8 @@ Pure functions (no I/O), as upstream's ``DefaultPreemption``:
    victims.
 
 The same selection serves a pending pod (need = its requests plus one pod slot, room = the
-node's placement room) and a resize (need = the delta, room = the committed room), and so
+node's placement room) and a resize (need = the delta, room = the committed room; ephemeral
+storage, never resized, needs none), and so
 does the acting step, :func:`evict_victims` (the one I/O here): the scheduler and the arbiter
 both call it once they chose.
 :class:`DisruptionBudgets` answers "would evicting this pod violate a budget" from the PDB
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "Candidate",
     "DisruptionBudgets",
+    "Room",
     "Victims",
     "evict_victims",
     "pick_node",
@@ -57,6 +59,7 @@ class Candidate:
     memory: int
     violates_budget: bool = False
     created: float = 0.0
+    ephemeral_storage: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,30 +80,41 @@ class Victims:
         return sum(p.priority for p in self.pods)
 
 
-def _fits(need: tuple[int, int, int], room: tuple[int, int, int]) -> bool:
+Room = tuple[int, int, int, int]
+"""``(cpu milli, memory bytes, pod slots, ephemeral storage bytes)``."""
+
+
+def _fits(need: Room, room: Room) -> bool:
     return all(n <= 0 or n <= r for n, r in zip(need, room, strict=True))
+
+
+def _room_without(room: Room, p: Candidate, gone: int = 1) -> Room:
+    """``room`` once ``p`` has left (``gone=-1``: once it is back)."""
+    return (
+        room[0] + gone * p.cpu,
+        room[1] + gone * p.memory,
+        room[2] + gone,
+        room[3] + gone * p.ephemeral_storage,
+    )
 
 
 def select_victims(
     node: str,
     *,
     preemptor_priority: int,
-    need: tuple[int, int, int],
-    room: tuple[int, int, int],
+    need: Room,
+    room: Room,
     pods: Iterable[Candidate],
 ) -> Victims | None:
-    """The victims on ``node`` that make ``need`` = (cpu milli, memory bytes, pod slots) fit,
-    given the node's ``room`` now; None if even removing every lower-priority pod fails.
-    An empty victim tuple means it fits already."""
+    """The victims on ``node`` that make ``need`` (a :data:`Room`) fit, given the node's
+    ``room`` now; None if even removing every lower-priority pod fails. An empty victim
+    tuple means it fits already."""
     if _fits(need, room):
         return Victims(node, ())
     lower = [p for p in pods if p.priority < preemptor_priority]
-    cpu, mem, slots = room
     for p in lower:
-        cpu += p.cpu
-        mem += p.memory
-        slots += 1
-    if not _fits(need, (cpu, mem, slots)):
+        room = _room_without(room, p)
+    if not _fits(need, room):
         return None
     # Most important first within each group: higher priority, then older.
     violating = sorted(
@@ -111,9 +125,9 @@ def select_victims(
     )
     victims: list[Candidate] = []
     for p in (*violating, *others):
-        after = (cpu - p.cpu, mem - p.memory, slots - 1)
+        after = _room_without(room, p, gone=-1)
         if _fits(need, after):
-            cpu, mem, slots = after  # reprieved: it stays
+            room = after  # reprieved: it stays
         else:
             victims.append(p)
     return Victims(node, tuple(victims))
@@ -169,14 +183,15 @@ class DisruptionBudgets:
         return violates
 
     def candidates(self, pods: Sequence[tuple[PodInfo, int, int]]) -> list[Candidate]:
-        """Candidates for ``(pod, cpu it frees, memory it frees)`` triples, the budgets
-        charged lowest priority first (without touching this object's counts)."""
+        """Candidates for ``(pod, cpu it frees, memory it frees)`` triples (and the ephemeral
+        storage it requests), the budgets charged lowest priority first (without touching
+        this object's counts)."""
         ordered = sorted(pods, key=lambda t: (t[0].priority, -t[0].created))
         scratch = DisruptionBudgets(())
         scratch._by_ns = self._by_ns
         scratch._allowed = dict(self._allowed)
         return [
-            Candidate(p.key, p.priority, cpu, mem, scratch.spend(p), p.created)
+            Candidate(p.key, p.priority, cpu, mem, scratch.spend(p), p.created, p.ephemeral_storage)
             for p, cpu, mem in ordered
         ]
 

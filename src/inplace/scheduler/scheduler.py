@@ -435,7 +435,7 @@ class Scheduler:
             victims = select_victims(
                 node,
                 preemptor_priority=info.priority,
-                need=(info.cpu, info.memory, 1),
+                need=(info.cpu, info.memory, 1, info.ephemeral_storage),
                 room=self.cache.free(int(slot)),
                 pods=budgets.candidates(others),
             )

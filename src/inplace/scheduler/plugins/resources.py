@@ -1,12 +1,12 @@
 """NodeResourcesFit (filter) and the resource scoring strategies.
 
-The fit check is a pure function, :func:`~inplace.api.placement.fit_reasons` (shared with the
-rescue controller through ``api``), returning structured reasons
-(:class:`~inplace.api.placement.Insufficient`, printed ``Insufficient memory: requested 2Gi,
-free 1Gi``); the vector filter computes the same answer for every node at once from the
-cache's arrays. Room held
-for nominated pods of at least the pod's priority counts as taken, as upstream's
-``addNominatedPods`` does.
+The fit check (cpu, memory, a pod slot and ephemeral storage, as upstream's ``fitsRequest``;
+extended resources are not counted) is a pure function,
+:func:`~inplace.api.placement.fit_reasons` (shared with the rescue controller through
+``api``), returning structured reasons (:class:`~inplace.api.placement.Insufficient`, printed
+``Insufficient memory: requested 2Gi, free 1Gi``); the vector filter computes the same answer
+for every node at once from the cache's arrays. Room held for nominated pods of at least the
+pod's priority counts as taken, as upstream's ``addNominatedPods`` does.
 
 Scoring, as upstream's ``NodeResourcesFit`` strategies and ``NodeResourcesBalancedAllocation``
 (cpu and memory, weight 1 each), on ``requested + pod`` with upstream's non-zero defaults
@@ -44,20 +44,21 @@ DEFAULT_MILLI_CPU: Final = 100
 DEFAULT_MEMORY: Final = 200 * 1024 * 1024
 
 
-def _free(state: CycleState, pod: PodInfo, cache: NodeCache) -> tuple[Ints, Ints, Ints]:
-    """Free room per slot after nominated pods (the cache's own arrays when none are
-    nominated: no copies on the hot path)."""
+def _free(state: CycleState, pod: PodInfo, cache: NodeCache) -> tuple[Ints, Ints, Ints, Ints]:
+    """Free room per slot after nominated pods, ``(cpu, memory, pods, ephemeral storage)``
+    (the cache's own arrays when none are nominated: no copies on the hot path)."""
     nominated = cache.nominated_charge(pod)
     if nominated is None:
-        return cache.free_cpu, cache.free_mem, cache.free_pods
+        return cache.free_cpu, cache.free_mem, cache.free_pods, cache.free_storage
     cached = state.get("fit.free")
     if cached is not None and cached[0] == cache.size:
-        free: tuple[Ints, Ints, Ints] = cached[1]
+        free: tuple[Ints, Ints, Ints, Ints] = cached[1]
         return free
     result = (
         cache.free_cpu - nominated[0],
         cache.free_mem - nominated[1],
         cache.free_pods - nominated[2],
+        cache.free_storage - nominated[3],
     )
     state["fit.free"] = (cache.size, result)
     return result
@@ -76,18 +77,26 @@ class NodeResourcesFit:
         return Status.success()
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, cache: NodeCache) -> Mask | None:
-        free_cpu, free_mem, free_pods = _free(state, pod, cache)
+        free_cpu, free_mem, free_pods, free_storage = _free(state, pod, cache)
         mask: Mask = free_pods >= 1
         if pod.cpu > 0:
             mask &= free_cpu >= pod.cpu
         if pod.memory > 0:
             mask &= free_mem >= pod.memory
+        if pod.ephemeral_storage > 0:
+            mask &= free_storage >= pod.ephemeral_storage
         return mask
 
     def filter(self, state: CycleState, pod: PodInfo, cache: NodeCache, node: int) -> Status:
-        free_cpu, free_mem, free_pods = _free(state, pod, cache)
+        free_cpu, free_mem, free_pods, free_storage = _free(state, pod, cache)
         reasons = fit_reasons(
-            pod.cpu, pod.memory, int(free_cpu[node]), int(free_mem[node]), int(free_pods[node])
+            pod.cpu,
+            pod.memory,
+            int(free_cpu[node]),
+            int(free_mem[node]),
+            int(free_pods[node]),
+            ephemeral_storage=pod.ephemeral_storage,
+            free_ephemeral_storage=int(free_storage[node]),
         )
         if reasons:
             return Status.unschedulable(*(str(r) for r in reasons), plugin=self.name)
@@ -96,7 +105,7 @@ class NodeResourcesFit:
     def explain(
         self, state: CycleState, pod: PodInfo, cache: NodeCache, nodes: Indices
     ) -> Counter[str]:
-        free_cpu, free_mem, free_pods = _free(state, pod, cache)
+        free_cpu, free_mem, free_pods, free_storage = _free(state, pod, cache)
         counts: Counter[str] = Counter()
         too_many = int((free_pods[nodes] < 1).sum())
         if too_many:
@@ -109,6 +118,10 @@ class NodeResourcesFit:
             n = int((free_mem[nodes] < pod.memory).sum())
             if n:
                 counts["Insufficient memory"] = n
+        if pod.ephemeral_storage > 0:
+            n = int((free_storage[nodes] < pod.ephemeral_storage).sum())
+            if n:
+                counts["Insufficient ephemeral-storage"] = n
         return counts
 
 
