@@ -80,6 +80,7 @@ def start_bed(
     node_memory: str,
     simulated: int = 0,
     kubelet_nodes: int = 0,
+    operator: bool = False,
 ) -> ControlPlane:
     if shutil.which("kubectl") is None:
         pytest.fail("the upstream tests drive kubectl; put kubectl on PATH")
@@ -96,6 +97,7 @@ def start_bed(
         node_memory=node_memory,
         simulated=simulated,
         kubelet_nodes=kubelet_nodes,
+        operator=operator,
         binaries=binaries,
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,17 @@ from typing import Any
 import pytest
 import yaml
 
+import inplace
 from testbed.build import BuildError, build
-from testbed.chart import CHART, MANIFEST, NAMESPACE, render
+from testbed.chart import (
+    CHART,
+    MANIFEST,
+    NAMESPACE,
+    ChartError,
+    operator_paths,
+    render,
+    scratch_mount_path,
+)
 
 from .conftest import Bed, down, start_bed
 
@@ -86,8 +96,16 @@ def test_default_render_runs_the_operator_behind_a_service(helm: Path) -> None:
         "--log-level=INFO",
         "--log-format=json",
     ]
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
-    assert env == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    assert c["env"] == [
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "TMPDIR", "value": "/tmp"},
+    ]
+    # the only place it writes, the root being read-only
+    assert c["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert pod["volumes"] == [
+        {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}
+    ]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"webhook": 9443, "metrics": 8080, "health": 8081}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
@@ -106,6 +124,32 @@ def test_default_render_runs_the_operator_behind_a_service(helm: Path) -> None:
     assert budget["minAvailable"] == 1
     # Helm owns the configuration (uninstall removes it); the operator writes its webhooks
     assert "webhooks" not in rendered[("MutatingWebhookConfiguration", "inplace")]
+
+
+def test_scratch_mount_path_moves_the_volume_and_tmpdir(helm: Path) -> None:
+    rendered = objects(render(helm, "--set", "scratch.mountPath=/var/tmp"))
+    c = container(rendered)
+    assert c["volumeMounts"] == [{"name": "tmp", "mountPath": "/var/tmp"}]
+    assert {"name": "TMPDIR", "value": "/var/tmp"} in c["env"]
+
+
+def test_the_bed_mounts_the_scratch_volume_where_it_hides_nothing(tmp_path: Path) -> None:
+    """On an agent's node the emptyDir covers the host's directory: the bed keeps the chart's
+    /tmp unless what the operator's pods run lies beneath it (a virtual environment or a
+    checkout under /tmp: "exec failed: … No such file or directory")."""
+    assert scratch_mount_path(["/usr/bin/python3", "/tmpfiles", "/"]) == "/tmp"
+    assert scratch_mount_path(["/tmp/venv/bin/python", "/opt/src"]) == "/var/tmp"
+    assert scratch_mount_path(["/tmp/venv", "/var/tmp/checkout"]) == "/run/inplace-operator"
+    # a path is held both as written and where its links lead
+    link = tmp_path / "python"
+    link.symlink_to("/var/tmp/elsewhere/python")
+    assert scratch_mount_path([str(link)], ("/var/tmp", "/srv")) == "/srv"
+    with pytest.raises(ChartError, match="would hide what its pods run"):
+        scratch_mount_path(["/tmp/venv"], ("/tmp",))
+    # what the pods run: this interpreter, its installation, inplace itself
+    held = operator_paths()
+    assert sys.executable in held and sys.prefix in held
+    assert str(Path(inplace.__file__).parent) in held
 
 
 def test_webhook_url_replaces_the_service(helm: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from testbed.images import WORKLOAD_IMAGE
 from tests.conftest import free_port
 from tests.poll import wait_until
 
@@ -34,15 +35,16 @@ BIG = {
 }
 BIG_ARGS = ["--requests=cpu=100m,memory=64Mi", "--limits=cpu=200m,memory=128Mi"]
 
-CONTAINER = """\
+CONTAINER = f"""\
       terminationGracePeriodSeconds: 2
       containers:
       - name: main
-        image: busybox
+        image: {WORKLOAD_IMAGE}
+        imagePullPolicy: IfNotPresent
         command: ["sh", "-c", "echo started; exec sleep 3600"]
         resources:
-          requests: {cpu: 50m, memory: 32Mi}
-          limits: {cpu: 100m, memory: 64Mi}
+          requests: {{cpu: 50m, memory: 32Mi}}
+          limits: {{cpu: 100m, memory: 64Mi}}
 """
 
 

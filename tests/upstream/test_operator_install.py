@@ -4,12 +4,23 @@ ServiceAccount to act as. Its Deployment is Available with two pods, each a real
 operator`` process on the host with its own identity from the downward API; one holds the
 Lease and wrote the webhooks kube-apiserver now calls, so a resources-only change of a
 Deployment resizes its pod in place; ``helm uninstall`` takes the release and its processes
-away."""
+away.
+
+The bed is started as on a machine whose virtual environment lives under ``/tmp``, where the
+chart's scratch volume goes by default: the operator's pods run that interpreter on the host's
+root, so the bed must mount the volume elsewhere."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -17,28 +28,63 @@ import pytest
 
 from testbed.build import BuildError, build
 from testbed.chart import NAMESPACE, RELEASE, uninstall
-from testbed.cluster import up
+from testbed.cluster import ControlPlane
 from tests.poll import wait_until
 
-from .conftest import Bed, down, pid_of, wait_running
+from .conftest import REPO, Bed, down, pid_of, wait_running
 
 DEPLOYMENT = "inplace"
 ACCOUNT = f"system:serviceaccount:{NAMESPACE}:inplace"
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
-    """Two inplace nodes under the real control plane, the operator installed with Helm."""
+def python_under_tmp() -> Iterator[Path]:
+    """The interpreter of a throw-away virtual environment under ``/tmp`` that imports what this
+    one does (a ``.pth`` adds this interpreter's site-packages, with their own ``.pth`` files:
+    an editable install of inplace too), so nothing is downloaded and it works from a venv as
+    well as from a base installation."""
+    directory = Path(tempfile.mkdtemp(prefix="inplace-venv-", dir="/tmp"))
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(directory)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        inherited = site.getsitepackages()
+        if site.ENABLE_USER_SITE:
+            inherited.append(site.getusersitepackages())
+        (directory / "lib" / version / "site-packages" / "inherited.pth").write_text(
+            "import site; " + "; ".join(f"site.addsitedir({path!r})" for path in inherited) + "\n"
+        )
+        yield directory / "bin" / "python"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory, python_under_tmp: Path) -> Iterator[Bed]:
+    """Two inplace nodes under the real control plane, the operator installed with Helm: all of
+    it started by ``scripts/upstream up --operator`` run with the interpreter under ``/tmp``."""
     directory = tmp_path_factory.mktemp("upstream-operator")
     try:
-        binaries = build(log=False)
+        build(log=False)
     except BuildError as exc:
         pytest.fail(f"cannot build the upstream control plane and helm: {exc}")
-    plane = up(
-        directory, nodes=2, node_cpu="2", node_memory="2Gi", binaries=binaries, operator=True
+    argv = [str(python_under_tmp), "-m", "testbed", "up", str(directory), "--nodes", "2"]
+    argv += ["--node-cpu", "2", "--node-memory", "2Gi", "--operator"]
+    out = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO / "upstream")},
     )
     try:
-        yield Bed(plane)
+        if out.returncode != 0:
+            pytest.fail(f"{' '.join(argv)} failed:\n{out.stdout}{out.stderr}")
+        yield Bed(ControlPlane.load(directory.resolve()))
     finally:
         leftovers = down(directory)
     assert not leftovers, f"the test bed left behind: {leftovers}"
@@ -49,7 +95,9 @@ def operator_pods(bed: Bed) -> list[dict[str, Any]]:
     return list(json.loads(out.stdout)["items"])
 
 
-def test_the_deployment_is_available_with_two_operator_processes(bed: Bed) -> None:
+def test_the_deployment_is_available_with_two_operator_processes(
+    bed: Bed, python_under_tmp: Path
+) -> None:
     assert bed.plane.operator["release"] == RELEASE
     deployment = bed.get("deployment", DEPLOYMENT, NAMESPACE)
     available = [c for c in deployment["status"]["conditions"] if c["type"] == "Available"]
@@ -61,7 +109,12 @@ def test_the_deployment_is_available_with_two_operator_processes(bed: Bed) -> No
         assert pod["spec"]["serviceAccountName"] == "inplace"
         process = psutil.Process(pid_of(pod, "operator"))
         argv = process.cmdline()
-        assert argv[1:4] == ["-m", "inplace", "operator"]
+        assert argv[:4] == [str(python_under_tmp), "-m", "inplace", "operator"]
+        # the scratch volume, the operator's TMPDIR, is mounted where it hides no part of that
+        container = pod["spec"]["containers"][0]
+        scratch = container["volumeMounts"][0]["mountPath"]
+        assert {"name": "TMPDIR", "value": scratch} in container["env"]
+        assert not str(python_under_tmp).startswith(scratch.rstrip("/") + "/")
         # the downward API's values, expanded in the arguments as kubelet expands them
         assert f"--identity={pod['metadata']['name']}" in argv
         assert f"--namespace={NAMESPACE}" in argv

@@ -8,6 +8,9 @@ On the test bed the chart runs as on any cluster, with what the bed cannot give 
 * the pods' images are recorded, not pulled: inplace's node agent runs a container's command
   on the host, so the operator pods run this host's ``inplace`` (``python -m inplace`` of the
   interpreter running this) as root, on the host's root filesystem;
+* so the chart's scratch volume (an emptyDir at ``/tmp``, which a pod there sees in place of
+  the host's ``/tmp``) goes where it hides nothing that command reads: a checkout or its
+  virtual environment may well live under ``/tmp`` (:func:`scratch_mount_path`);
 * no Service traffic is routed: the API server calls the webhook at the node's address
   (``webhook.url``), and every pod shares the host's network, so the ports are free ones of the
   host's, the same for both replicas (the operator binds its webhook and health ports with
@@ -16,11 +19,13 @@ On the test bed the chart runs as on any cluster, with what the bed cannot give 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +42,10 @@ __all__ = [
     "ChartError",
     "Install",
     "install",
+    "install_image",
+    "operator_paths",
     "render",
+    "scratch_mount_path",
     "uninstall",
     "write_manifest",
 ]
@@ -51,6 +59,8 @@ NAMESPACE = "inplace-system"
 DEPLOYMENT = "inplace"
 """The chart's full name for release ``inplace``: the Deployment, Lease and webhook
 configuration are all named so."""
+SCRATCH_MOUNT_PATHS = ("/tmp", "/var/tmp", "/run/inplace-operator")
+"""Where the bed may mount the operator's scratch volume, the chart's default first."""
 
 
 class ChartError(Exception):
@@ -77,6 +87,37 @@ def write_manifest(helm: Path) -> Path:
     return MANIFEST
 
 
+def operator_paths() -> list[str]:
+    """What the operator's pods read from the host: this interpreter (the path they run and,
+    through ``realpath``, what it links to), its virtual environment and base installation,
+    its ``sys.path`` (site-packages, an editable install's source), the ``inplace`` package
+    and this checkout."""
+    paths = [sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, str(REPO)]
+    paths += [entry for entry in sys.path if entry]
+    spec = importlib.util.find_spec("inplace")
+    if spec is not None:
+        paths += list(spec.submodule_search_locations or ())
+    return paths
+
+
+def scratch_mount_path(
+    needed: Iterable[str], candidates: Sequence[str] = SCRATCH_MOUNT_PATHS
+) -> str:
+    """The first of ``candidates`` that holds none of ``needed``: on an agent's node the
+    emptyDir is mounted over the host's directory of that name, and a pod sees nothing of
+    what was beneath it (``exec failed: … No such file or directory`` for an interpreter
+    there). Paths are compared as written and with symbolic links resolved."""
+    held = {os.path.abspath(p) for p in needed} | {os.path.realpath(p) for p in needed}
+    for candidate in candidates:
+        mounts = {os.path.abspath(candidate), os.path.realpath(candidate)}
+        if not any(os.path.commonpath([path, mount]) == mount for path in held for mount in mounts):
+            return candidate
+    raise ChartError(
+        f"every place for the operator's scratch volume ({', '.join(candidates)}) would hide "
+        f"what its pods run: {', '.join(sorted(held))}"
+    )
+
+
 @dataclass(frozen=True)
 class Install:
     """The operator installed on a test bed."""
@@ -100,6 +141,7 @@ def install(
     once the operator's Deployment is Available and each of its pods serves, else ChartError
     with its pods' state and logs."""
     url = f"https://{node_address}:{ports['webhook']}/mutate"
+    scratch = scratch_mount_path(operator_paths())
     _run(
         [
             str(helm),
@@ -123,6 +165,8 @@ def install(
             f"health.port={ports['health']}",
             "--set",
             "metrics.port=0",
+            "--set",
+            f"scratch.mountPath={scratch}",
             *options,
         ]
     )
@@ -198,25 +242,6 @@ def _pods_report(kubectl: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _available(kubectl: list[str]) -> bool:
-    out = subprocess.run(
-        [*kubectl, "get", "deployment", DEPLOYMENT, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if out.returncode != 0:
-        return False
-    deployment: dict[str, Any] = json.loads(out.stdout)
-    status = deployment.get("status") or {}
-    available = any(
-        c.get("type") == "Available" and c.get("status") == "True"
-        for c in status.get("conditions") or ()
-    )
-    wanted = (deployment.get("spec") or {}).get("replicas", 1)
-    return available and status.get("readyReplicas", 0) == wanted
-
-
 def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
     """``helm uninstall --cascade foreground``: the release's objects deleted (the
     Deployment once its pods are). Not ``--wait``: helm gives up on an object still
@@ -236,4 +261,48 @@ def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
             f"{int(timeout)}s",
         ],
         timeout=timeout + 30,
+    )
+
+
+def install_image(
+    helm: Path,
+    kubeconfig: Path,
+    *,
+    repository: str,
+    tag: str,
+    options: Sequence[str] = (),
+    timeout: float = 180,
+) -> Install:
+    """``helm install`` the chart as a user does on a real cluster: only the image's
+    repository and tag set (no bed-only value: no webhook URL, no root, no host command), on
+    kubelet nodes that have the image. The kubelet runs the chart's probes, so the
+    Deployment's Available means each pod serves; the API server calls the webhook through
+    its Service. Returns once Available, else ChartError with the pods' state and logs."""
+    _run(
+        [
+            str(helm),
+            "install",
+            RELEASE,
+            str(CHART),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            NAMESPACE,
+            "--create-namespace",
+            "--set",
+            f"image.repository={repository}",
+            "--set",
+            f"image.tag={tag}",
+            *options,
+        ]
+    )
+    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _available(kubectl):
+            return Install(RELEASE, NAMESPACE, DEPLOYMENT, f"service {DEPLOYMENT}-webhook")
+        time.sleep(0.5)
+    raise ChartError(
+        f"deployment {NAMESPACE}/{DEPLOYMENT} not Available within {timeout:.0f} s:\n"
+        + _pods_report(kubectl)
     )

@@ -39,8 +39,9 @@ import yaml
 
 from . import kubelet_node, podnet
 from .build import Binaries, build
-from .chart import ChartError, install
+from .chart import ChartError, install, install_image
 from .images import node_images
+from .operator_image import build_image
 from .pki import Authority, KeyPair, write_service_account_keys
 
 __all__ = ["ControlPlane", "UpError", "down", "up"]
@@ -554,8 +555,41 @@ def _kubectl_apply(kubeconfig: Path, manifest: dict[str, Any]) -> None:
 
 
 def _install_operator(plane: ControlPlane, binaries: Binaries) -> None:
-    """The chart, installed with the built helm; its pods run on the agents, whose address
-    the API server calls the webhook at (no Service traffic is routed here)."""
+    """The chart, installed with the built helm. On kubelet nodes as on any cluster: the
+    operator's image (:mod:`.operator_image`) imported into each node's containerd, only
+    its repository and tag set (pinned to the kubelet nodes when agents run beside them).
+    Otherwise on the agents, whose address the API server calls the webhook at."""
+    if plane.kubelet_nodes:
+        image = build_image(log=False)
+        for name in plane.kubelet_nodes:
+            socket = plane.directory / "nodes" / name / "containerd" / "containerd.sock"
+            kubelet_node.import_archive(binaries, socket, image.path, image.name)
+        repository, _, tag = image.name.rpartition(":")
+        options = []
+        if plane.nodes:
+            options = [
+                "--set-json",
+                'nodeSelector={"' + kubelet_node.NODE_KIND_LABEL + '": "kubelet"}',
+            ]
+        try:
+            installed = install_image(
+                binaries.path("helm"),
+                plane.kubeconfig,
+                repository=repository,
+                tag=tag,
+                options=options,
+            )
+        except ChartError as exc:
+            raise UpError(f"inplace operator: {exc}") from exc
+        plane.operator = {
+            "release": installed.release,
+            "namespace": installed.namespace,
+            "deployment": installed.deployment,
+            "webhook_url": installed.webhook_url,
+            "image": image.name,
+        }
+        plane.save()
+        return
     ports = {"webhook": _free_port(), "health": _free_port()}
     try:
         installed = install(binaries.path("helm"), plane.kubeconfig, node_address=HOST, ports=ports)

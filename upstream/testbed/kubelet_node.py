@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 CGROUP_FS = Path("/sys/fs/cgroup")
+NODE_KIND_LABEL = "testbed.inplace.dev/node-kind"
+"""Set to ``kubelet`` on every kubelet node, to tell them from the bed's agents."""
 RUNTIME_REQUEST_TIMEOUT = "2m"
 EVICTION_MEMORY = 100 * 2**20
 """The kubelet's default hard eviction threshold ``memory.available<100Mi``, which it
@@ -302,6 +304,7 @@ def kubelet_argv(node: KubeletNode, binaries: Binaries, kubeconfig: Path) -> lis
         f"--cert-dir={node.directory / 'kubelet' / 'pki'}",
         f"--hostname-override={node.name}",
         f"--node-ip={node.address}",
+        f"--node-labels={NODE_KIND_LABEL}=kubelet",
         "--v=2",
     ]
 
@@ -354,25 +357,37 @@ def import_images(binaries: Binaries, node: KubeletNode, images: NodeImages) -> 
             raise RuntimeError(f"ctr images import {image.name} on {node.name}: {out.stderr}")
 
 
-def import_archive(binaries: Binaries, socket: Path, archive: Path) -> None:
-    """Import one more image archive (e.g. the operator's) into a node's containerd."""
+def normalized_reference(name: str) -> str:
+    """An image reference as the CRI looks it up (the docker reference rules containerd's
+    CRI applies): ``inplace:0.1.0`` is ``docker.io/library/inplace:0.1.0``."""
+    first, _, rest = name.partition("/")
+    if not rest:
+        return f"docker.io/library/{name}"
+    if "." not in first and ":" not in first and first != "localhost":
+        return f"docker.io/{name}"
+    return name
+
+
+def import_archive(binaries: Binaries, socket: Path, archive: Path, name: str) -> None:
+    """Import one more image archive (e.g. the operator's) into a node's containerd, under
+    the name the kubelet will ask for: ``ctr`` stores the archive's name as written, the
+    CRI looks up its normalized form."""
+    ctr = [str(binaries.path("ctr")), "--address", str(socket), "--namespace", "k8s.io"]
     out = subprocess.run(
-        [
-            str(binaries.path("ctr")),
-            "--address",
-            str(socket),
-            "--namespace",
-            "k8s.io",
-            "images",
-            "import",
-            str(archive),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [*ctr, "images", "import", str(archive)], capture_output=True, text=True, timeout=300
     )
     if out.returncode != 0:
         raise RuntimeError(f"ctr images import {archive}: {out.stderr}")
+    full = normalized_reference(name)
+    if full != name:
+        out = subprocess.run(
+            [*ctr, "images", "tag", "--force", name, full],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"ctr images tag {name} {full}: {out.stderr}")
 
 
 def stop_runtime(binaries: Binaries, socket: Path, containerd_pid: int | None) -> None:
