@@ -12,6 +12,11 @@ One bed, two Deployments of ``--replicas`` pods each running a real process (``s
   ``tests/upstream/test_operator.py`` runs it), holds the change in its webhook and resizes the
   same pods through ``pods/resize``.
 
+With ``--kubelet-nodes`` the nodes are real ones (the kubelet, containerd and runc of
+``scripts/upstream up --kubelet-nodes``) and the operator is installed as a user installs it,
+by its chart from its image (``--operator``): the resize is the kubelet's, the rollout's pods
+are started by containerd.
+
 Each round raises requests and limits of both (limits stay twice the requests: Burstable kept)
 with ``kubectl set resources``, one Deployment after the other (the order alternates between
 rounds), and times each from running kubectl until every one of the Deployment's pods runs at
@@ -20,13 +25,15 @@ applied), and until it is settled (the stock rollout's old pods gone, the operat
 released). Counted per change: pods replaced (a pod at the end whose UID was not there at the
 start), container restarts, ReplicaSets created.
 
-    python bench/operator_bench.py [--replicas 20] [--rounds 5] [--quick] [--json FILE]
+    python bench/operator_bench.py [--replicas 20] [--rounds 5] [--quick] [--kubelet-nodes]
+                                   [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -45,7 +52,14 @@ from typing import Any
 import aiohttp
 
 from inplace.api.quantity import parse_quantity
-from upstream_common import ControlPlane, machine, session, testbed, wait_service_account
+from upstream_common import (
+    WORKLOAD_IMAGE,
+    ControlPlane,
+    machine,
+    session,
+    testbed,
+    wait_service_account,
+)
 
 NAMESPACE = "inplace-system"
 STOCK, OPERATOR = "stock", "operator"
@@ -80,7 +94,8 @@ def deployment(name: str, replicas: int, opt_out: bool) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "main",
-                            "image": "busybox",
+                            "image": WORKLOAD_IMAGE,
+                            "imagePullPolicy": "IfNotPresent",
                             "command": ["sh", "-c", "echo started; exec sleep 36000"],
                             "resources": size(0),
                         }
@@ -286,20 +301,23 @@ async def change(
     )
 
 
-async def wait_leading(http: aiohttp.ClientSession, process: subprocess.Popen[bytes]) -> None:
-    """Until the operator holds its lease and has registered its webhook."""
+async def wait_leading(
+    http: aiohttp.ClientSession, process: subprocess.Popen[bytes] | None, name: str
+) -> None:
+    """Until an operator holds the lease ``name`` and has registered the webhook configuration
+    of that name (the host process's, or the chart's when ``process`` is None)."""
     deadline = time.monotonic() + 120
     while True:
-        if process.poll() is not None:
+        if process is not None and process.poll() is not None:
             raise RuntimeError(f"inplace operator exited with {process.returncode}")
         lease = await get(
-            http, f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/inplace-operator"
+            http, f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{name}"
         )
         hook = await get(
-            http,
-            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/inplace-operator",
+            http, f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{name}"
         )
-        if lease.get("spec", {}).get("holderIdentity") == "bench" and hook.get("webhooks"):
+        holder = lease.get("spec", {}).get("holderIdentity")
+        if holder and (process is None or holder == "bench") and hook.get("webhooks"):
             return
         if time.monotonic() > deadline:
             raise RuntimeError("inplace operator not leading with its webhook after 120 s")
@@ -310,9 +328,14 @@ async def run(plane: ControlPlane, args: argparse.Namespace, log: Path) -> dict[
     results: dict[str, list[Change]] = {STOCK: [], OPERATOR: []}
     async with session(plane.kubeconfig) as http:
         await wait_service_account(http)
-        kubectl(plane, "create", "namespace", NAMESPACE)
-        with operator(plane, log) as process:
-            await wait_leading(http, process)
+        if plane.operator:  # the chart's, from its image
+            running: contextlib.AbstractContextManager[subprocess.Popen[bytes] | None]
+            running = contextlib.nullcontext()
+        else:
+            kubectl(plane, "create", "namespace", NAMESPACE)
+            running = operator(plane, log)
+        with running as process:
+            await wait_leading(http, process, plane.operator.get("release", "inplace-operator"))
             print("  the operator leads, its webhook registered", flush=True)
             for name in (STOCK, OPERATOR):
                 manifest = deployment(name, args.replicas, opt_out=name == STOCK)
@@ -337,7 +360,7 @@ async def run(plane: ControlPlane, args: argparse.Namespace, log: Path) -> dict[
                         f"load {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
-            if process.poll() is not None:
+            if process is not None and process.poll() is not None:
                 raise RuntimeError(f"inplace operator exited with {process.returncode}")
         for name in (STOCK, OPERATOR):
             kubectl(plane, "delete", "deployment", name, "--wait=false")
@@ -407,6 +430,11 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round (smoke test)")
+    parser.add_argument(
+        "--kubelet-nodes",
+        action="store_true",
+        help="on kubelet nodes, the operator installed by its chart from its image",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if args.quick:
@@ -420,11 +448,10 @@ def main() -> int:
     )
     log = Path(tempfile.mkdtemp(prefix="operator-bench-")) / "operator.log"
     # 2 nodes: both Deployments, and a rollout's surge, at the last round's size fit twice over
-    with testbed(nodes=2, node_cpu="2", node_memory="4Gi") as plane:
-        print(
-            f"  {plane.version} control plane, 2 inplace node agents; operator log {log}",
-            flush=True,
-        )
+    nodes = {"nodes": 0, "kubelet_nodes": 2, "operator": True} if args.kubelet_nodes else {}
+    with testbed(**{"nodes": 2, "node_cpu": "2", "node_memory": "4Gi", **nodes}) as plane:
+        kind = "kubelet nodes, the chart's operator" if args.kubelet_nodes else "inplace agents"
+        print(f"  {plane.version} control plane, 2 {kind}; operator log {log}", flush=True)
         results = asyncio.run(run(plane, args, log))
     table(results, args.replicas)
     if args.json:

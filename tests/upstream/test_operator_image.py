@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import tarfile
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from testbed.operator_image import Image, ImageError, build_image
+from testbed.operator_image import OPERATOR_DEPENDENCIES, Image, ImageError, build_image
 
 NAME = "registry.example/inplace:probe"
 USER = 65532
@@ -201,8 +202,16 @@ def test_its_python_imports_the_operator_and_trusts_public_roots(
     built: Built, rootfs: Path
 ) -> None:
     probe = """
-import json, os, pathlib, ssl, sys
+import importlib, json, os, pathlib, pkgutil, ssl, sys
 import inplace.operator, inplace.operator.main, aiohttp, orjson, cryptography
+import inplace.controllers
+# every module of the operator and of the controllers it runs: the image carries only the
+# dependencies the operator imports
+for package in ("operator", "controllers.workloadresize", "controllers.release",
+                "controllers.vpa", "controllers.rescue"):
+    root = importlib.import_module(f"inplace.{package}")
+    for module in pkgutil.walk_packages(root.__path__, f"inplace.{package}."):
+        importlib.import_module(module.name)
 pathlib.Path("/tmp/written").write_text("the chart's emptyDir")
 print(json.dumps({
     "ids": [os.getuid(), os.getgid()],
@@ -238,3 +247,12 @@ def _file(archive: tarfile.TarFile, name: str) -> Any:
 
 def _json(archive: tarfile.TarFile, name: str) -> dict[str, Any]:
     return dict(json.load(_file(archive, name)))
+
+
+def test_the_containerfile_installs_the_same_dependencies() -> None:
+    """``deploy/Containerfile`` (no builder here runs it) names the operator's dependencies
+    itself: they must be :data:`OPERATOR_DEPENDENCIES`."""
+    text = (Path(__file__).resolve().parents[2] / "deploy" / "Containerfile").read_text()
+    match = re.search(r'^ARG DEPENDENCIES="([^"]*)"$', text, re.MULTILINE)
+    assert match, "deploy/Containerfile names no DEPENDENCIES"
+    assert tuple(match.group(1).split()) == OPERATOR_DEPENDENCIES

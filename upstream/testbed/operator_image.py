@@ -18,12 +18,15 @@ returns in seconds:
    dropped, with the documentation (but the copyright files), locales and apt's state. Of what
    the skipped maintainer scripts would have done, one thing matters and is done here: the
    standard library's ``.pyc`` (python3.11-minimal's ``py3compile``). Trust roots come from
-   certifi (layer 2, a dependency of the ``kubernetes`` package) linked where OpenSSL looks,
-   rather than from ``ca-certificates``, whose dependencies (debconf, perl) would be most of
-   this layer. No apt, dpkg, perl or shell.
-2. **dependencies**: ``pyproject.toml``'s ``dependencies`` from PyPI, manylinux wheels only (no
-   compiler; for glibc 2.36, bookworm's), into ``/usr/local/lib/python3.11/dist-packages``,
-   which is on Debian's Python's path.
+   certifi (layer 2) linked where OpenSSL looks, rather than from ``ca-certificates``, whose
+   dependencies (debconf, perl) would be most of this layer. No apt, dpkg, perl or shell.
+2. **dependencies**: of ``pyproject.toml``'s ``dependencies``, those ``inplace operator``
+   imports (:data:`OPERATOR_DEPENDENCIES`, with pyproject's version bounds; the rest — the
+   ``kubernetes`` client, numpy, matplotlib, … — serve ``inplace up``, the replay and the
+   dashboard, and would be most of the image), and certifi, from PyPI, manylinux wheels only
+   (no compiler; for glibc 2.36, bookworm's), into ``/usr/local/lib/python3.11/dist-packages``,
+   which is on Debian's Python's path. ``tests/upstream/test_operator_image.py`` imports every
+   module of the operator and of the controllers it runs inside the image.
 3. **inplace**: the project's wheel, built with ``INPLACE_NO_NATIVE_SHIM=1`` (the operator runs
    no containers, so it needs neither the container shim's C half nor a compiler), and the
    ``inplace`` command.
@@ -46,6 +49,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -237,10 +241,35 @@ def _runtime_layer(cache: Path, python: str, arch: str, refresh: bool, say: _Say
     return _cached(cache, "runtime", key, make, refresh=refresh, say=say, owned=owned)
 
 
+OPERATOR_DEPENDENCIES = (
+    "aiohttp",
+    "orjson",
+    "pyyaml",
+    "cryptography",
+    "prometheus-client",
+    "uvloop",
+)
+"""The distributions ``inplace operator`` imports (uvloop where it is installed: its event loop
+is faster), by their normalized names."""
+
+
+def operator_dependencies() -> list[str]:
+    """pyproject's requirements of :data:`OPERATOR_DEPENDENCIES`, as written there (bounds,
+    markers), and certifi for the trust roots; fails if one is no longer a dependency."""
+    found = {}
+    for requirement in _pyproject()["project"]["dependencies"]:
+        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+        found[re.sub(r"[-_.]+", "-", name).lower()] = requirement
+    missing = [name for name in OPERATOR_DEPENDENCIES if name not in found]
+    if missing:
+        raise ImageError(f"pyproject.toml no longer depends on {', '.join(missing)}")
+    return [found[name] for name in OPERATOR_DEPENDENCIES] + ["certifi"]
+
+
 def _dependencies_layer(
     cache: Path, python: str, wheel_arch: str, refresh: bool, say: _Say
 ) -> Path:
-    dependencies: list[str] = _pyproject()["project"]["dependencies"]
+    dependencies = operator_dependencies()
     key = _key(dependencies, PYTHON, GLIBC_MINOR, wheel_arch, SITE_PACKAGES, _PYC)
 
     def make(stage: Path, scratch: Path) -> None:
