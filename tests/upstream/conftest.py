@@ -81,13 +81,14 @@ def start_bed(
     simulated: int = 0,
     kubelet_nodes: int = 0,
     operator: bool = False,
+    release: str = "",
 ) -> ControlPlane:
     if shutil.which("kubectl") is None:
         pytest.fail("the upstream tests drive kubectl; put kubectl on PATH")
     if os.geteuid() != 0 or not (CGROUP_FS / "memory").is_dir():
         pytest.fail("the upstream tests run real pods in cgroup v1: run them as root")
     try:
-        binaries = build(log=False)
+        binaries = build(log=False, releases=[release] if release else [])
     except BuildError as exc:
         pytest.fail(f"cannot build the upstream control plane: {exc}")
     return up(
@@ -98,6 +99,7 @@ def start_bed(
         simulated=simulated,
         kubelet_nodes=kubelet_nodes,
         operator=operator,
+        release=release,
         binaries=binaries,
     )
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +16,20 @@ import pytest
 
 from inplace.api.quantity import Quantity
 from inplace.node.registration import allocatable_ephemeral_storage
+from testbed.images import WORKLOAD_IMAGE
+from testbed.kubelet_node import runtime_directory
 from tests.poll import wait_until
 
-from .conftest import CGROUP_FS, Bed, down, start_bed, wait_running
+from .conftest import CGROUP_FS, Bed, down, pid_of, start_bed, wait_running
+
+
+def http_get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
 
 PINNED = re.search(
     r"^\s*k8s\.io/kubernetes (v\S+)",
@@ -172,3 +185,71 @@ spec:
         for line in Path("/proc/self/mountinfo").read_text().splitlines()
     )
     assert os.path.isdir(plane.directory / "logs")  # the logs stay for a post-mortem
+
+
+def test_kubelet_nodes_run_pods_with_their_own_network_and_down_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """A kubelet node (the kubelet, its own containerd and runc): its pod gets an address of
+    the node's range on the bed's bridge, the host reaches it, and it reaches the API server
+    at ``kubernetes.default``'s ClusterIP; then ``down`` leaves no process (kubelet,
+    containerd, shim, the pod's), mount, network namespace, bridge, veth, iptables rule or
+    cgroup behind."""
+    plane = start_bed(tmp_path / "bed", nodes=0, kubelet_nodes=1, node_cpu="1", node_memory="1Gi")
+    bed = Bed(plane)
+    try:
+        bed.apply(
+            f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: web}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {WORKLOAD_IMAGE}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo hello > /tmp/index.html && exec httpd -f -p 8080 -h /tmp"]
+    resources: {{limits: {{cpu: 100m, memory: 32Mi}}}}
+"""
+        )
+        pod = wait_running(bed, "web")
+        network = plane.network
+        ip = pod["status"]["podIP"]
+        assert ip.startswith(network["subnet"].rsplit(".", 2)[0] + ".1.")  # kubelet-1's /24
+        body = wait_until(lambda: http_get(f"http://{ip}:8080/index.html"), what="the pod serves")
+        assert body == "hello\n"
+        # the pod reaches kube-apiserver at the kubernetes Service's ClusterIP
+        # busybox's TLS lacks the API server's ECDSA suites: a TCP connection is the proof
+        out = bed.kubectl(
+            "exec", "web", "--", "sh", "-c", "nc -w 5 10.96.0.1 443 </dev/null && echo connected",
+            check=False,
+        )  # fmt: skip
+        assert out.stdout.strip() == "connected", out
+        workload = pid_of(pod)
+    except BaseException:
+        down(plane.directory)
+        raise
+    started = dict(plane.pids)
+    assert down(plane.directory) == []
+    for name, pid in started.items():
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", name
+    assert not psutil.pid_exists(workload)
+    bed_dir = str(plane.directory)
+    left = [
+        p.info["pid"]
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if any(bed_dir in part for part in p.info["cmdline"] or ())
+    ]
+    assert not left, f"processes of the bed still run: {left}"
+    mounts = Path("/proc/self/mountinfo").read_text()
+    runtime = runtime_directory(plane.directory)
+    assert bed_dir not in mounts
+    assert str(runtime) not in mounts
+    assert not runtime.exists()
+    for controller in ("memory", "cpu", "pids", "freezer", "cpuset"):
+        assert not (CGROUP_FS / controller / plane.cgroup_root).exists(), controller
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert network["bridge"] not in links
+    rules = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True)
+    assert network["bridge"] not in rules.stdout

@@ -1,5 +1,5 @@
 """``scripts/upstream build | up DIR [--nodes N --node-cpu C --node-memory M --simulated N
---kubelet-nodes N --operator] | down DIR | manifest``."""
+--kubelet-nodes N --release v1.37|v1.33 --operator] | down DIR | manifest``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .build import BuildError, build
+from .build import RELEASES, BuildError, build
 from .chart import ChartError, write_manifest
 from .cluster import UpError, down, up
 
@@ -33,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also N real nodes: a kubelet with its own containerd and runc each",
     )
     start.add_argument(
+        "--release",
+        default="",
+        choices=["", *RELEASES],
+        help="another release's control plane and kubelet than the pinned one",
+    )
+    start.add_argument(
         "--operator",
         action="store_true",
         help="also install inplace's operator with its Helm chart (deploy/helm/inplace)",
@@ -45,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            build()
+            build(releases=RELEASES)
         elif args.command == "manifest":
             print(f"upstream: wrote {write_manifest(build().path('helm'))}")
         elif args.command == "up":
@@ -58,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 simulated=args.simulated,
                 kubelet_nodes=args.kubelet_nodes,
                 operator=args.operator,
+                release=args.release,
             )
             if plane.operator:
                 print(

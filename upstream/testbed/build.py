@@ -16,6 +16,11 @@ them at the other's versions:
   loopback, portmap);
 * ``upstream/node/crictl``: crictl, to look at a node's containerd as an operator would.
 
+Other releases than the pinned one (the newest the proxy serves and the oldest the operator
+claims) are modules of their own under ``upstream/versions/`` (their control plane and
+kubelet, and where the pinned containerd is not paired with that release, the containerd
+that is); :meth:`Binaries.for_release` gives a bed those.
+
 Each module's binaries are cached in a directory of their own outside the repository, keyed
 by what decides them (the module's go.mod and go.sum, the Go version, the flags): a change to
 one module rebuilds that one, and a second run finds them all and returns at once.
@@ -32,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +82,8 @@ class _Group:
     """The link flags, given the version of ``version_of``."""
     cgo: bool = False
     tags: tuple[str, ...] = field(default=())
+    release: str = ""
+    """For another release than the pinned one: its name (``v1.33``), else empty."""
 
 
 class BuildError(Exception):
@@ -92,6 +99,20 @@ class Binaries:
     versions: dict[str, str]
     """Each module's version, by module path."""
     go: str
+    releases: dict[str, tuple[dict[str, Path], dict[str, str]]] = field(default_factory=dict)
+    """Other releases (``v1.33`` …): their binaries' directories and modules' versions."""
+
+    def for_release(self, release: str) -> Binaries:
+        """The same binaries, but the control plane, the kubelet and (where it has its own)
+        containerd of ``release`` (``v1.37``, ``v1.33``; empty: the pinned one)."""
+        if not release:
+            return self
+        if release not in self.releases:
+            raise BuildError(
+                f"release {release} was not asked of build() (build(releases=[{release!r}]))"
+            )
+        directories, versions = self.releases[release]
+        return Binaries({**self.directories, **directories}, {**self.versions, **versions}, self.go)
 
     @property
     def kubernetes(self) -> str:
@@ -259,6 +280,46 @@ _GROUPS = (
 )
 
 
+def _release_groups(release: str, containerd: str = "") -> tuple[_Group, ...]:
+    """Another release's control plane and kubelet (``upstream/versions/<release>``), and
+    its own containerd when ``containerd`` names a module directory there."""
+    directory = module_dir / "versions" / release
+    kubernetes = _Group(
+        f"kubernetes-{release}",
+        directory,
+        _KUBERNETES,
+        {
+            name: _Target(f"{_KUBERNETES}/cmd/{name}", _KUBERNETES)
+            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+        },
+        _kubernetes_ldflags,
+        release=release,
+    )
+    if not containerd:
+        return (kubernetes,)
+    return (
+        kubernetes,
+        _Group(
+            f"containerd-{release}",
+            directory / containerd,
+            _CONTAINERD,
+            {
+                name: _Target(f"{_CONTAINERD}/cmd/{name}", _CONTAINERD)
+                for name in ("containerd", "containerd-shim-runc-v2", "ctr")
+            },
+            _version_ldflags(f"{_CONTAINERD}/version.Version"),
+            release=release,
+        ),
+    )
+
+
+RELEASES = ("v1.37", "v1.33")
+"""Releases the operator is also tested on: the newest the module proxy serves, and the
+oldest it claims (1.33: in-place resize beta, ``pods/resize``)."""
+
+_GROUPS += _release_groups("v1.37") + _release_groups("v1.33", containerd="containerd")
+
+
 def _key(group: _Group, go_version: str, ldflags: str) -> str:
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
@@ -269,23 +330,33 @@ def _key(group: _Group, go_version: str, ldflags: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def build(*, log: bool = True) -> Binaries:
-    """Build every group whose binaries the cache lacks; return where they all are.
-    Concurrent callers (pytest workers) wait for one build instead of each starting their own."""
+def build(*, log: bool = True, releases: Sequence[str] = ()) -> Binaries:
+    """Build every group of the pinned release, and of each of ``releases`` (``v1.37``, …:
+    :data:`RELEASES`), whose binaries the cache lacks; return where they all are. Each
+    group has its own lock: concurrent callers (pytest workers) wait for one build of a
+    group instead of each starting their own, and never for a group they did not ask for."""
+    unknown = set(releases) - set(RELEASES)
+    if unknown:
+        raise BuildError(f"unknown release(s) {sorted(unknown)}; known: {list(RELEASES)}")
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        go = _go()
-        go_version = _go_version(go)
-        directories: dict[str, Path] = {}
-        versions: dict[str, str] = {}
-        for group in _GROUPS:
-            for target in group.targets.values():
-                versions[target.module] = _required_version(target.module, group.directory)
-            directory = _build_group(group, go, go_version, versions, log)
-            directories.update((name, directory) for name in group.targets)
-        return Binaries(directories, versions, go_version)
+    go = _go()
+    go_version = _go_version(go)
+    directories: dict[str, Path] = {}
+    versions: dict[str, str] = {}
+    built: dict[str, tuple[dict[str, Path], dict[str, str]]] = {}
+    for group in _GROUPS:
+        if group.release and group.release not in releases:
+            continue
+        mine = built.setdefault(group.release, ({}, {})) if group.release else None
+        into_dirs, into_versions = mine if mine else (directories, versions)
+        for target in group.targets.values():
+            into_versions[target.module] = _required_version(target.module, group.directory)
+        with open(root / f".lock-{group.name}", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            directory = _build_group(group, go, go_version, into_versions, log)
+        into_dirs.update((name, directory) for name in group.targets)
+    return Binaries(directories, versions, go_version, built)
 
 
 def _build_group(

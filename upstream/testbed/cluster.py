@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -203,6 +204,7 @@ def up(
     kubelet_nodes: int = 0,
     extra_flags: Mapping[str, Sequence[str]] | None = None,
     operator: bool = False,
+    release: str = "",
 ) -> ControlPlane:
     """Start the control plane, ``nodes`` agents and ``simulated`` simulated nodes (of the same
     size) and ``kubelet_nodes`` real nodes (a kubelet with containerd and runc each) in
@@ -211,14 +213,15 @@ def up(
     alone, or the scheduler without controllers), and give kube-controller-manager or
     kube-scheduler ``extra_flags`` (by component name), e.g. scheduler_perf's client rate.
     ``operator``: then install inplace's operator with its chart and the built ``helm``, and
-    return once its Deployment is Available."""
+    return once its Deployment is Available. ``release``: another release's control plane
+    and kubelet than the pinned one (``v1.37``, ``v1.33``: :data:`.build.RELEASES`)."""
     if operator and (nodes + kubelet_nodes < 1 or not controller_manager or not scheduler):
         raise UpError("--operator needs a node, the controller manager and the scheduler")
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise UpError(f"{directory} holds a test bed already; `scripts/upstream down` it first")
     directory.mkdir(parents=True, exist_ok=True)
-    binaries = binaries or build()
+    binaries = (binaries or build(releases=[release] if release else [])).for_release(release)
     plane = ControlPlane(
         directory=directory,
         api_port=_free_port(),
@@ -499,10 +502,16 @@ def _start_kubelet_nodes(
     images = node_images(binaries.kubernetes)
     kubelets: dict[str, subprocess.Popen[bytes]] = {}
     for index, name in enumerate(plane.kubelet_nodes, start=1):
+        directory = kubelet_node.runtime_directory(plane.directory) / name
+        directory.mkdir(parents=True, exist_ok=True)
+        link = plane.directory / "nodes" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.unlink(missing_ok=True)
+        link.symlink_to(directory)
         node = kubelet_node.KubeletNode(
             name=name,
             index=index,
-            directory=plane.directory / "nodes" / name,
+            directory=directory,
             address=podnet.add_node(network, index),
             port=_free_port(),
             healthz_port=_free_port(),
@@ -526,6 +535,7 @@ def _start_kubelet_nodes(
             service_cidr=SERVICE_CIDR,
             cpu=cpu,
             memory=memory,
+            sandbox_image=images.sandbox.name,
         )
         kubelet_node.make_cgroup_root(node.cgroup_root)
         kubelet_node.make_cgroup_root(node.runtime_cgroup)
@@ -562,7 +572,7 @@ def _install_operator(plane: ControlPlane, binaries: Binaries) -> None:
     if plane.kubelet_nodes:
         image = build_image(log=False)
         for name in plane.kubelet_nodes:
-            socket = plane.directory / "nodes" / name / "containerd" / "containerd.sock"
+            socket = kubelet_node.socket_of(plane.directory, name)
             kubelet_node.import_archive(binaries, socket, image.path, image.name)
         repository, _, tag = image.name.rpartition(":")
         options = []
@@ -705,7 +715,7 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     if plane.kubelet_nodes:  # their sandboxes removed (CNI DEL) while the API server runs
         binaries = build(log=False)
         for name in plane.kubelet_nodes:
-            socket = directory / "nodes" / name / "containerd" / "containerd.sock"
+            socket = kubelet_node.socket_of(directory, name)
             kubelet_node.stop_runtime(binaries, socket, plane.pids.get(f"{name}-containerd"))
     for name in ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]:
         pid = plane.pids.get(name)
@@ -717,9 +727,15 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, stop_processes(tops, {})).result()
     unmount_under(directory)
+    runtime = kubelet_node.runtime_directory(directory)
+    if runtime.exists():  # the kubelet nodes' state: their pods' mounts first
+        unmount_under(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
     remove_cgroups(tops)
     leftovers = podnet.release(plane.network) if plane.network else []
     leftovers += [str(top) for top in cluster_cgroups(plane.cgroup_root)]
+    if runtime.exists():
+        leftovers.append(str(runtime))
     leftovers += [f"pid {pid} ({name})" for name, pid in plane.pids.items() if _alive(pid)]
     with contextlib.suppress(FileNotFoundError):  # a concurrent down got there first
         (directory / "state.json").rename(directory / "state.down.json")

@@ -1,10 +1,11 @@
 """The images a kubelet node of the test bed needs, made here: nothing can be pulled.
 
-* The sandbox image: ``pause`` compiled (static) from the pinned Kubernetes release's own
+* The sandbox image: ``pause`` compiled (static) from the bed's Kubernetes release's own
   ``build/pause/linux/pause.c``, with that release's ``build/pause/Makefile`` flags and tag,
-  as its Dockerfile lays it out (``/pause``, user 65535). It is imported under the exact
-  name containerd's config pins as its sandbox image: containerd looks that name up before
-  every ``RunPodSandbox`` and would otherwise try to pull it.
+  as its Dockerfile lays it out (``/pause``, user 65535), named ``registry.k8s.io/pause:TAG``.
+  Each node's containerd pins exactly that name as its sandbox image (it looks the name up
+  before every ``RunPodSandbox`` and would otherwise try to pull it); for the pinned release
+  it is containerd 2.3's own default, 3.10.2.
 * A workload image: Debian's ``busybox-static`` (one static binary and its applets as
   links), so a test pod has a shell, ``sleep``, ``dd`` and an HTTP server.
 
@@ -26,11 +27,7 @@ from pathlib import Path
 from .build import BuildError, cache_root, module_dir
 from .oci import Image, file_layer, layer_from_tree, write_archive
 
-__all__ = ["SANDBOX_IMAGE", "WORKLOAD_IMAGE", "NodeImages", "node_images"]
-
-SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.2"
-"""containerd 2.x's pinned sandbox image (``pinned_images.sandbox``); the pinned release's
-``build/pause/Makefile`` tags its pause 3.10.2 too (checked when the image is made)."""
+__all__ = ["WORKLOAD_IMAGE", "NodeImages", "node_images"]
 
 WORKLOAD_IMAGE = "inplace.test/busybox:1.35"
 """Debian 12's busybox (1.35). Tests name it with ``imagePullPolicy: IfNotPresent``."""
@@ -67,15 +64,13 @@ def _pause(kubernetes: str, directory: Path) -> Image:
     source = _kubernetes_source(kubernetes) / "build" / "pause"
     makefile = (source / "Makefile").read_text()
     match = re.search(r"^TAG \?= (\S+)$", makefile, re.MULTILINE)
-    tag = match.group(1) if match else ""
-    if f"registry.k8s.io/pause:{tag}" != SANDBOX_IMAGE:
-        raise BuildError(
-            f"k8s.io/kubernetes {kubernetes} tags its pause {tag!r}; the bed pins "
-            f"{SANDBOX_IMAGE} as containerd's sandbox image: make them agree"
-        )
+    if match is None:
+        raise BuildError(f"k8s.io/kubernetes {kubernetes}'s build/pause/Makefile names no TAG")
+    tag = match.group(1)
+    name = f"registry.k8s.io/pause:{tag}"
     archive = directory / f"pause-{tag}.tar"
     if archive.exists():
-        return _image(archive, SANDBOX_IMAGE)
+        return _image(archive, name)
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise BuildError("the sandbox image's pause.c needs a C compiler (apt-get install gcc)")
@@ -96,7 +91,7 @@ def _pause(kubernetes: str, directory: Path) -> Image:
         layer = file_layer(Path(scratch) / "layer.tar", {"pause": (binary.read_bytes(), 0o755)})
         return write_archive(
             archive,
-            name=SANDBOX_IMAGE,
+            name=name,
             layers=[layer],
             entrypoint=["/pause"],
             user="65535:65535",

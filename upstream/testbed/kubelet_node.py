@@ -23,6 +23,7 @@ bound to ``system:kubelet-api-admin`` by the bed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -37,7 +38,7 @@ import yaml
 from inplace.api.quantity import parse_quantity
 
 from .build import Binaries
-from .images import SANDBOX_IMAGE, NodeImages
+from .images import NodeImages
 from .podnet import PodNetwork
 
 __all__ = [
@@ -52,12 +53,27 @@ __all__ = [
 ]
 
 CGROUP_FS = Path("/sys/fs/cgroup")
+RUNTIME_ROOT = Path("/var/lib/inplace-testbed")
+"""Where each bed's kubelet nodes keep their state (:func:`runtime_directory`)."""
 NODE_KIND_LABEL = "testbed.inplace.dev/node-kind"
 """Set to ``kubelet`` on every kubelet node, to tell them from the bed's agents."""
 RUNTIME_REQUEST_TIMEOUT = "2m"
 EVICTION_MEMORY = 100 * 2**20
 """The kubelet's default hard eviction threshold ``memory.available<100Mi``, which it
 subtracts from allocatable."""
+
+
+def runtime_directory(bed: Path) -> Path:
+    """The bed's kubelet nodes' state: ``/var/lib/inplace-testbed/<id of the bed>``, not the
+    bed's own directory, whose path can be long: containerd's and the kubelet's unix sockets
+    live under a node's directory (``containerd.sock.ttrpc``, ``device-plugins/kubelet.sock``)
+    and a socket's path may not exceed 104 bytes. The bed's ``nodes/NAME`` links to it."""
+    return RUNTIME_ROOT / hashlib.sha1(str(bed).encode()).hexdigest()[:10]
+
+
+def socket_of(bed: Path, name: str) -> Path:
+    """Node ``name``'s containerd socket."""
+    return runtime_directory(bed) / name / "containerd" / "containerd.sock"
 
 
 def reserved_for(cpu: str, memory: str) -> dict[str, str]:
@@ -129,7 +145,7 @@ def _toml_string(value: str) -> str:
 
 
 def _containerd_toml(
-    node: KubeletNode, binaries: Binaries, network: PodNetwork, cni_conf_dir: Path
+    node: KubeletNode, binaries: Binaries, cni_conf_dir: Path, sandbox_image: str
 ) -> str:
     root = node.directory / "containerd"
     quoted = _toml_string
@@ -163,7 +179,7 @@ disabled_plugins = [
   path = {quoted(str(root / "opt"))}
 
 [plugins.'io.containerd.cri.v1.images'.pinned_images]
-  sandbox = {quoted(SANDBOX_IMAGE)}
+  sandbox = {quoted(sandbox_image)}
 
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
@@ -260,16 +276,18 @@ def write_configs(
     service_cidr: str,
     cpu: str,
     memory: str,
+    sandbox_image: str,
     cluster_dns: str | None = None,
 ) -> None:
-    """containerd's config.toml, the node's CNI conflist and the KubeletConfiguration."""
+    """containerd's config.toml (its sandbox image pinned to ``sandbox_image``), the node's
+    CNI conflist and the KubeletConfiguration."""
     cni_conf_dir = node.directory / "cni" / "net.d"
     cni_conf_dir.mkdir(parents=True, exist_ok=True)
     (cni_conf_dir / "10-inplace.conflist").write_text(
         network.cni_config(node.name, node.index, node.directory / "cni" / "ipam", service_cidr)
     )
     node.containerd_config.parent.mkdir(parents=True, exist_ok=True)
-    node.containerd_config.write_text(_containerd_toml(node, binaries, network, cni_conf_dir))
+    node.containerd_config.write_text(_containerd_toml(node, binaries, cni_conf_dir, sandbox_image))
     resolv_conf = node.directory / "kubelet" / "resolv.conf"
     resolv_conf.parent.mkdir(parents=True, exist_ok=True)
     # no nameserver of the host's: a pod resolves nothing outside the machine
