@@ -117,6 +117,23 @@ def test_a_jobs_change_is_taken_out_of_its_template_and_recorded() -> None:
     assert "immutable" in answer.warnings[0]
 
 
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "DaemonSet", "Job"])
+def test_a_memory_limit_lowered_is_not_held_where_the_api_refuses_it_in_place(kind: str) -> None:
+    """On 1.33 a memory limit cannot be lowered through ``pods/resize``: such a change rolls
+    out (or, for a Job, is refused by the API server as immutable), never held and left
+    undone; raising it, or lowering a request, is still held."""
+    old, lowered = workload(kind, BIG), workload(kind, SMALL)
+    assert mutate(request(kind, old, lowered), allow_memory_limit_decrease=False).patch == []
+    assert mutate(request(kind, old, lowered)).patch  # 1.34 on: held
+    raised = mutate(request(kind, workload(kind, SMALL), workload(kind, BIG)),
+                    allow_memory_limit_decrease=False)  # fmt: skip
+    assert raised.patch
+    fewer = copy.deepcopy(BIG)
+    fewer["requests"]["memory"] = "96Mi"
+    kept = mutate(request(kind, old, workload(kind, fewer)), allow_memory_limit_decrease=False)
+    assert kept.patch
+
+
 def test_a_jobs_later_pod_is_created_at_the_recorded_resources() -> None:
     job = workload("Job", SMALL)
     job["metadata"]["annotations"] = {

@@ -18,11 +18,15 @@ from typing import Any
 
 import pytest
 
-from testbed.build import build
+from inplace.api.quantity import Quantity
+from inplace.controllers.workloadresize.model import allows_memory_limit_decrease
+from inplace.registry.schema import CRD_FILES
+from testbed.build import RELEASES, build
 from testbed.images import WORKLOAD_IMAGE
+from tests.e2e.test_rescue import pod_manifest, requests
 from tests.poll import wait_until
 
-from .conftest import Bed, down, start_bed, status_of
+from .conftest import Bed, down, pid_of, start_bed, status_of, wait_running
 from .test_operator import (
     BIG,
     BIG_ARGS,
@@ -34,6 +38,9 @@ from .test_operator import (
     resized,
     workload,
 )
+from .test_operator_vpa import crd_manifest, vpa
+
+CHART_DIR = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "inplace"
 
 NAMESPACE = "inplace-system"
 SMALL = {
@@ -42,12 +49,19 @@ SMALL = {
 }
 
 
-@pytest.fixture(scope="module")
-def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
-    """Two kubelet nodes, and the operator installed from its image by its chart."""
+@pytest.fixture(scope="module", params=["", *RELEASES], ids=lambda r: r or "pinned")
+def bed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
+    """Two kubelet nodes, and the operator installed from its image by its chart; on the
+    pinned release, the newest the module proxy serves and the oldest the operator claims."""
     directory = tmp_path_factory.mktemp("upstream")
     plane = start_bed(
-        directory, nodes=0, kubelet_nodes=2, node_cpu="2", node_memory="2Gi", operator=True
+        directory,
+        nodes=0,
+        kubelet_nodes=2,
+        node_cpu="2",
+        node_memory="2Gi",
+        operator=True,
+        release=request.param,
     )
     try:
         yield Bed(plane)
@@ -66,6 +80,17 @@ def helm(bed: Bed, *args: str, check: bool = True) -> subprocess.CompletedProces
     if check and out.returncode != 0:
         raise AssertionError(f"helm {' '.join(args)} failed: {out.stderr}")
     return out
+
+
+def lowers_memory_limits_in_place(bed: Bed) -> bool:
+    """Whether the bed's API server lets a memory limit be lowered in place (1.34 on); on
+    1.33 the operator lets such a change roll out."""
+    version = json.loads(bed.kubectl("version", "-o", "json").stdout)["serverVersion"]
+    return allows_memory_limit_decrease(version)
+
+
+def uids(pods: list[dict[str, Any]]) -> list[str]:
+    return [p["metadata"]["uid"] for p in pods]
 
 
 def operator_pods(bed: Bed) -> list[dict[str, Any]]:
@@ -245,8 +270,13 @@ def test_apply_rollout_status_server_side_apply_and_diff(bed: Bed, tmp_path: Pat
         input=json.dumps(partial),
     )  # fmt: skip
     after = wait_until(lambda: at(bed, "shop", 2, SMALL), timeout=120, what="small again")
-    assert [p["metadata"]["uid"] for p in after] == [p["metadata"]["uid"] for p in before]
-    assert all(status_of(p, "main")["restartCount"] == 0 for p in after)
+    if lowers_memory_limits_in_place(bed):
+        assert uids(after) == uids(before)
+        assert all(status_of(p, "main")["restartCount"] == 0 for p in after)
+    else:  # 1.33: a memory limit cannot be lowered in place, so the change rolled out
+        assert not set(uids(after)) & set(uids(before))
+    out = bed.kubectl("rollout", "status", "deployment/shop", "--timeout=120s", check=False)
+    assert out.returncode == 0, out.stderr
     bed.kubectl("delete", "deployment", "shop", "--wait=false")
 
 
@@ -280,9 +310,106 @@ def test_helm_upgrade_of_resources_waits_for_pods_resized_in_place_and_rolls_bac
     before = wait_until(lambda: at(bed, "cart", 2, small), timeout=60, what="cart running")
     helm(bed, "upgrade", "cart", str(chart), "--set", "memory=96Mi", "--wait", "--timeout=120s")
     grown = wait_until(lambda: at(bed, "cart", 2, big), timeout=120, what="cart at 96Mi")
-    assert [p["metadata"]["uid"] for p in grown] == [p["metadata"]["uid"] for p in before]
+    assert uids(grown) == uids(before)
     helm(bed, "rollback", "cart", "1", "--wait", "--timeout=120s")
     back = wait_until(lambda: at(bed, "cart", 2, small), timeout=120, what="cart back at 32Mi")
-    assert [p["metadata"]["uid"] for p in back] == [p["metadata"]["uid"] for p in before]
-    assert all(status_of(p, "main")["restartCount"] == 0 for p in back)
+    if lowers_memory_limits_in_place(bed):
+        assert uids(back) == uids(before)
+        assert all(status_of(p, "main")["restartCount"] == 0 for p in back)
+    else:  # 1.33: the rollback lowers the memory limit, which rolls out
+        assert not set(uids(back)) & set(uids(grown))
     helm(bed, "uninstall", "cart")
+
+
+def kubelet_pod(name: str, node: str, cpu: str, memory: str, *, shrinkable: bool = False) -> str:
+    """The rescue tests' pod (``tests/e2e/test_rescue.py``) on a kubelet node, with an image
+    that node has."""
+    manifest = pod_manifest(name, cpu, memory, shrinkable=shrinkable)
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    container = manifest["spec"]["containers"][0]
+    container["image"], container["imagePullPolicy"] = WORKLOAD_IMAGE, "IfNotPresent"
+    return json.dumps(manifest)
+
+
+GROWER = f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: grow}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: grow}}}}
+  template:
+    metadata: {{labels: {{app: grow}}}}
+    spec:
+      nodeSelector: {{kubernetes.io/hostname: kubelet-2}}
+      terminationGracePeriodSeconds: 2
+      volumes: [{{name: scratch, emptyDir: {{medium: Memory}}}}]
+      containers:
+      - name: app
+        image: {WORKLOAD_IMAGE}
+        imagePullPolicy: IfNotPresent
+        # 300 MiB written to a memory-backed emptyDir, 10 MiB at a time, is charged to this
+        # container's memory cgroup: the kubelet's Summary API reports it as its working set
+        command:
+        - sh
+        - -c
+        - for i in $(seq 1 30); do dd if=/dev/zero of=/scratch/$i bs=1M count=10 2>/dev/null;
+          sleep 0.1; done; echo grown; exec sleep 3600
+        volumeMounts: [{{name: scratch, mountPath: /scratch}}]
+        resources:
+          requests: {{cpu: 50m, memory: 100Mi}}
+"""
+
+
+def test_the_vpa_resizes_in_place_and_the_rescuer_makes_room_on_kubelet_nodes(bed: Bed) -> None:
+    """The chart's VPA and rescuer turned on by ``helm upgrade``, usage read from the kubelets'
+    Summary API through kube-apiserver's node proxy (no metrics-server): a pod growing past
+    its request under a VPA naming the ``inplace`` recommender is resized in place; a pod
+    Unschedulable for memory gets room from a shrinkable donor shrunk in place, and the real
+    scheduler places it."""
+    for kind in CRD_FILES:
+        bed.kubectl("apply", "-f", "-", input=json.dumps(crd_manifest(kind)))
+        name = crd_manifest(kind)["metadata"]["name"]
+        bed.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    helm(
+        bed, "upgrade", "inplace", str(CHART_DIR), "-n", NAMESPACE, "--reuse-values",
+        "--set", "vpa.enabled=true", "--set", "rescue.enabled=true", "--set", "nodeProxy=true",
+        "--wait", "--timeout=180s",
+    )  # fmt: skip
+
+    bed.apply(GROWER)
+    grower = wait_until(lambda: all_running(bed, "grow", 1), timeout=90, what="grow running")[0]
+    wait_until(
+        lambda: "grown" in bed.kubectl("logs", grower["metadata"]["name"]).stdout,
+        timeout=60,
+        what="the grower holding 300 MiB",
+    )
+    pid = pid_of(grower, "app")
+    bed.apply(vpa("grow", ["inplace"]))
+
+    def grown() -> dict[str, Any] | None:
+        pods = all_running(bed, "grow", 1)
+        if not pods:
+            return None
+        actual = status_of(pods[0], "app").get("resources") or {}
+        memory = actual.get("requests", {}).get("memory")
+        return pods[0] if memory and Quantity.parse(memory) >= Quantity.parse("300Mi") else None
+
+    pod = wait_until(grown, timeout=240, interval=2, what="grow resized in place by the VPA")
+    assert pod["metadata"]["uid"] == grower["metadata"]["uid"]
+    assert pid_of(pod, "app") == pid
+    assert status_of(pod, "app")["restartCount"] == 0
+    assert "InPlaceResizedByVPA" in {e["reason"] for e in bed.events_of(pod["metadata"]["name"])}
+
+    bed.apply(kubelet_pod("donor", "kubelet-1", "100m", "1536Mi", shrinkable=True))
+    donor = wait_running(bed, "donor")
+    donor_pid = pid_of(donor)
+    bed.apply(kubelet_pod("pending", "kubelet-1", "100m", "1Gi"))
+    placed = wait_running(bed, "pending", timeout=180)
+    assert placed["spec"]["nodeName"] == "kubelet-1"
+    donor = bed.get("pod", "donor")
+    assert requests(donor)[1] < 1536 * 2**20
+    assert pid_of(donor) == donor_pid
+    assert status_of(donor, "main")["restartCount"] == 0
+    bed.kubectl("delete", "pod", "donor", "pending", "--wait=false")
+    bed.kubectl("delete", "deployment", "grow", "--wait=false")

@@ -88,11 +88,17 @@ def _json(value: Any) -> str:
 
 
 def mutate(
-    request: Mapping[str, Any], *, own_user: str = "", job: JobLookup | None = None
+    request: Mapping[str, Any],
+    *,
+    own_user: str = "",
+    job: JobLookup | None = None,
+    allow_memory_limit_decrease: bool = True,
 ) -> Admission:
     """The webhook's answer to one AdmissionReview ``request`` (see the module docstring).
     ``own_user``: the operator's own user name, whose writes pass untouched. ``job``: reads
-    a pod's Job, for a pod CREATE."""
+    a pod's Job, for a pod CREATE. ``allow_memory_limit_decrease``: whether the API server
+    lets a memory limit be lowered in place (False on 1.33, where such a change is not held:
+    it rolls out, as on any cluster, instead of being left undone)."""
     if own_user and (request.get("userInfo") or {}).get("username") == own_user:
         return Admission()
     kind = str((request.get("kind") or {}).get("kind") or "")
@@ -106,8 +112,10 @@ def mutate(
     if _annotations(new).get(IN_PLACE) == "false":
         return Admission()
     if kind == "Job":
-        return _job(old, new)
-    verdict = in_place_verdict(_template(old), _template(new))
+        return _job(old, new, allow_memory_limit_decrease)
+    verdict = in_place_verdict(
+        _template(old), _template(new), allow_memory_limit_decrease=allow_memory_limit_decrease
+    )
     held = parse_held(new)
     if not verdict.in_place:
         return Admission()
@@ -151,9 +159,12 @@ def _container_resources(template: Mapping[str, Any]) -> dict[str, Obj]:
     return out
 
 
-def _job(old: Mapping[str, Any], new: Mapping[str, Any]) -> Admission:
+def _job(old: Mapping[str, Any], new: Mapping[str, Any], allow_decrease: bool) -> Admission:
     old_template, new_template = _template(old), _template(new)
-    if not in_place_verdict(old_template, new_template).in_place:
+    verdict = in_place_verdict(
+        old_template, new_template, allow_memory_limit_decrease=allow_decrease
+    )
+    if not verdict.in_place:
         return Admission()  # refused by the API server's validation, as upstream
     wanted = _container_resources(new_template)
     ops = [

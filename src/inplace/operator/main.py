@@ -52,6 +52,7 @@ from inplace.controllers.manager import (
     select_controllers,
 )
 from inplace.controllers.rescue.flags import add_rescue_arguments, rescue_options
+from inplace.controllers.workloadresize.model import allows_memory_limit_decrease
 from inplace.flags import duration
 from inplace.logs import FORMATS, configure
 from inplace.loop import run as run_event_loop
@@ -217,6 +218,14 @@ async def run(args: argparse.Namespace) -> int:
     dns, ips = _names(args)
     async with Client(config, user_agent="inplace-operator", connection_limit=64) as client:
         cert = await ensure_serving_cert(client, args.namespace, args.secret, dns, ips)
+        version = await client.request("GET", "/version")
+        decrease = allows_memory_limit_decrease(version if isinstance(version, dict) else {})
+        log.info(
+            "%s: API server %s %s memory limits to be lowered in place",
+            args.identity,
+            (version or {}).get("gitVersion") if isinstance(version, dict) else version,
+            "allows" if decrease else "does not allow (such a change rolls out)",
+        )
         jobs = Informer(client, JOBS)
         jobs_task = asyncio.create_task(jobs.run())
         webhook = WebhookServer(
@@ -225,6 +234,7 @@ async def run(args: argparse.Namespace) -> int:
             port=args.webhook_port,
             own_user=args.own_user,
             jobs=lambda namespace, name: jobs.get(f"{namespace}/{name}"),
+            allow_memory_limit_decrease=decrease,
         )
         await webhook.start()
         health = _Health(webhook)

@@ -91,8 +91,10 @@ class WebhookServer:
         own_user: str,
         jobs: JobLookup,
         ready: Callable[[], bool] = lambda: True,
+        allow_memory_limit_decrease: bool = True,
     ) -> None:
         self._host = host
+        self._allow_memory_limit_decrease = allow_memory_limit_decrease
         self._port = port
         self._own_user = own_user
         self._jobs = jobs
@@ -162,7 +164,12 @@ class WebhookServer:
         if problem is not None:
             return _text(400, problem)
         admission_request = review["request"]
-        admission = mutate(admission_request, own_user=self._own_user, job=self._jobs)
+        admission = mutate(
+            admission_request,
+            own_user=self._own_user,
+            job=self._jobs,
+            allow_memory_limit_decrease=self._allow_memory_limit_decrease,
+        )
         if admission.patch:
             log.info(
                 "webhook: %s %s/%s of %s patched",

@@ -352,3 +352,21 @@ def test_progress_condition_counts_and_names_what_waits() -> None:
     assert m.progress_condition(resizing, policy="", kind="ReplicaSet", now="T")["reason"] == (
         "ResizeInProgress"
     )
+
+
+@pytest.mark.parametrize(
+    ("version", "allowed"),
+    [
+        ({"major": "1", "minor": "33", "gitVersion": "v1.33.13"}, False),
+        ({"major": "1", "minor": "33+", "gitVersion": "v1.33.5-eks-1"}, False),
+        ({"major": "1", "minor": "34", "gitVersion": "v1.34.0"}, True),
+        ({"major": "1", "minor": "37", "gitVersion": "v1.37.2"}, True),
+        # inplace's own API server names 1.33 and applies 1.34's rule
+        ({"major": "1", "minor": "33", "gitVersion": "v1.33.0+inplace.0.1.0"}, True),
+        ({}, True),
+    ],
+)
+def test_which_api_servers_let_a_memory_limit_be_lowered_in_place(
+    version: dict[str, str], allowed: bool
+) -> None:
+    assert m.allows_memory_limit_decrease(version) is allowed

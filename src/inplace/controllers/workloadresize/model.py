@@ -45,6 +45,7 @@ __all__ = [
     "PodState",
     "Progress",
     "State",
+    "allows_memory_limit_decrease",
     "desired_resources",
     "fingerprint",
     "fits_elsewhere",
@@ -91,15 +92,36 @@ def pod_from_template(template: Mapping[str, Any]) -> Obj:
     return pod
 
 
-def in_place_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> InPlaceVerdict:
-    """Whether moving pods from template ``old`` to ``new`` can be done by resizing them."""
+def allows_memory_limit_decrease(version: Mapping[str, Any]) -> bool:
+    """Whether the API server answering ``GET /version`` with ``version`` lets ``pods/resize``
+    lower a memory limit in place: from 1.34 on (1.33 refuses it, 422 "memory limits cannot be
+    decreased", unless the container restarts for memory), and inplace's own API server
+    (``+inplace`` in its build), which applies 1.34's rule whatever release it names. An
+    answer that cannot be read is taken as allowing it, as every release since 1.34 does."""
+    git = str(version.get("gitVersion") or "")
+    if "+inplace" in git:
+        return True
+    try:
+        major = int(str(version.get("major") or "").rstrip("+"))
+        minor = int(str(version.get("minor") or "").rstrip("+"))
+    except ValueError:
+        return True
+    return (major, minor) >= (1, 34)
+
+
+def in_place_verdict(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, allow_memory_limit_decrease: bool = True
+) -> InPlaceVerdict:
+    """Whether moving pods from template ``old`` to ``new`` can be done by resizing them, on
+    an API server that does (or, ``allow_memory_limit_decrease`` False, does not: 1.33) let a
+    memory limit be lowered in place."""
     if not only_resizable_changed(old, new):
         return InPlaceVerdict(False, "the pod template changed beyond container resources")
     old_pod, new_pod = pod_from_template(old), pod_from_template(new)
     # What the API server stored for the running pods (a resize keeps their status).
     old_pod["status"] = new_pod["status"] = {"qosClass": qos_class(old_pod)}
     try:
-        validate_resize(new_pod, old_pod)
+        validate_resize(new_pod, old_pod, allow_memory_limit_decrease=allow_memory_limit_decrease)
     except ValidationError as exc:
         detail = "; ".join(e.message() for e in exc.errors) or exc.message()
         return InPlaceVerdict(False, f"the change cannot be made in place: {detail}")
