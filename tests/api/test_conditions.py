@@ -159,3 +159,61 @@ def test_a_probed_decision_is_stamped_as_the_kubelet_stamps_its_resize_condition
         stored, {"PodResizePending": infeasible}, writer=KUBELET, now="T4"
     ).status["conditions"]
     assert (item["lastProbeTime"], item["lastTransitionTime"]) == ("T4", "T4")
+
+
+def test_a_writers_order_is_sent_with_its_conditions_and_leaves_the_others_in_place() -> None:
+    """The kubelet sends its whole condition list, so its conditions stand in its order
+    (pkg/kubelet/kubelet_pods.go generateAPIPodStatus): a writer with an ``order`` lists its
+    items so and sends ``$setElementOrder/conditions`` for its types the pod will have; the
+    API server's merge puts them in that order and keeps another writer's."""
+    from inplace.registry.kinds import REGISTRY
+    from inplace.registry.patch import apply_strategic_merge_patch
+    from inplace.registry.patchmeta import schema_for_kind
+
+    kind = REGISTRY.by_kind("", "Pod")
+    assert kind is not None
+    schema = schema_for_kind(kind)
+    assert schema is not None
+    order = ("PodResizeInProgress", "Initialized", "Ready", "PodScheduled")
+    pod = {
+        "status": {
+            "conditions": [
+                cond("PodScheduled", generation=1),
+                cond("Gate", reason="theirs"),
+                cond("PodResizeInProgress", generation=1),
+            ]
+        },
+        "metadata": {"generation": 2},
+    }
+    decisions = {
+        "PodScheduled": present(2, "True"),
+        "Ready": present(2, "True"),
+        "Initialized": present(2, "True"),
+        "PodResizeInProgress": absent(2),
+    }
+    update = status_update(pod, writer=KUBELET, now="T", decisions=decisions, order=order)
+    assert update is not None
+    items = update.status["conditions"]
+    assert [c["type"] for c in items] == [
+        "PodResizeInProgress",
+        "Initialized",
+        "Ready",
+        "PodScheduled",
+    ]
+    assert items[0] == {"type": "PodResizeInProgress", "$patch": "delete"}
+    assert update.status["$setElementOrder/conditions"] == [
+        {"type": "Initialized"},
+        {"type": "Ready"},
+        {"type": "PodScheduled"},
+    ]
+    merged = apply_strategic_merge_patch(pod, {"status": update.status}, schema)
+    # the other writer's Gate stays, placed by upstream's normalizeElementOrder (after the
+    # new items and after PodScheduled, which was before it on the server)
+    assert [c["type"] for c in merged["status"]["conditions"]] == [
+        "Initialized",
+        "Ready",
+        "PodScheduled",
+        "Gate",
+    ]
+    # Nothing to write: no directive alone.
+    assert status_update(merged, writer=KUBELET, now="T", decisions=decisions, order=order) is None

@@ -377,7 +377,15 @@ def test_memory_below_usage_is_an_error_and_restart_policy(node_cluster: Cluster
             return pod if cond and cond.get("reason") == "Error" else None
 
         pod = wait_until(errored, what="PodResizeInProgress reason Error")
-        assert "memory.limit_in_bytes" in (condition(pod, "PodResizeInProgress") or {})["message"]
+        # refused before any cgroup is written, in the kubelet's words
+        # (kuberuntime_manager.go validateMemoryResizeAction): the pod's new limit is
+        # 50Mi + 32Mi, the container's 50Mi, both below the pod's usage
+        message = (condition(pod, "PodResizeInProgress") or {})["message"]
+        assert message.startswith(
+            "cannot decrease memory limits: [attempting to set pod memory limit (85983232) "
+            "below current usage ("
+        ), message
+        assert 'attempting to set container "main" memory limit (52428800) below' in message
         assert psutil.Process(main_pid).is_running()
         assert pid_of(pod, "main") == main_pid
         assert status_of(pod, "main")["restartCount"] == 0
@@ -727,11 +735,17 @@ def test_crash_loop_back_off_and_previous_logs(node_cluster: Cluster) -> None:
         assert len(backoffs) == 1 and backoffs[0]["count"] >= 2
         assert backoffs[0]["involvedObject"]["fieldPath"] == "spec.containers{main}"
         assert backoffs[0]["source"] == {"component": "kubelet", "host": NODE}
-        by_reason = {(e["reason"], e["message"]): e for e in events}
-        assert by_reason[("Created", "Created container: main")]["count"] >= 3
-        assert by_reason[("Started", "Started container main")]["count"] >= 3
-        assert ("Started", "Started container init") in by_reason
-        init_event = by_reason[("Started", "Started container init")]
-        assert init_event["involvedObject"]["fieldPath"] == "spec.initContainers{init}"
+        # the kubelet's words, one Event per container (kuberuntime_container.go)
+        by_reason = {
+            (e["reason"], e["message"], e["involvedObject"].get("fieldPath")): e for e in events
+        }
+        main, init = "spec.containers{main}", "spec.initContainers{init}"
+        assert by_reason[("Created", "Container created", main)]["count"] >= 3
+        assert by_reason[("Started", "Container started", main)]["count"] >= 3
+        assert ("Started", "Container started", init) in by_reason
+        pulled = (
+            'Container image "busybox" already present on machine and can be accessed by the pod'
+        )
+        assert by_reason[("Pulled", pulled, main)]["count"] >= 3
     finally:
         delete(node_cluster, "crashy")

@@ -42,6 +42,32 @@ async def test_a_deleted_pod_is_stopped_cleaned_up_and_its_deletion_confirmed(
         assert agent.ledger.used() == (0, 0)
 
 
+async def test_a_start_is_reported_as_the_kubelet_reports_it(tmp_path: Path) -> None:
+    """The events of a container's start are the kubelet's (images/image_manager.go: the image
+    is there and may be used; kuberuntime_container.go startContainer), and its status says
+    who it runs as and its sandbox is ready (PodReadyToStartContainers)."""
+    async with running_agent(tmp_path) as (cluster, agent):
+        key = await admit_running(cluster, agent, pod("web"))
+        starts = [
+            (e.type, e.reason, e.field_path, e.message)
+            for e in cluster.events
+            if e.key == key and e.reason in ("Pulled", "Created", "Started")
+        ]
+        pulled = (
+            'Container image "busybox" already present on machine and can be accessed by the pod'
+        )
+        assert starts == [
+            ("Normal", "Pulled", "spec.containers{main}", pulled),
+            ("Normal", "Created", "spec.containers{main}", "Container created"),
+            ("Normal", "Started", "spec.containers{main}", "Container started"),
+        ]
+        status = cluster.pods[key]["status"]
+        user = status["containerStatuses"][0]["user"]["linux"]
+        assert (user["uid"], user["gid"]) == (0, 0) and user["supplementalGroups"][0] == 0
+        ready = cluster.condition(key, "PodReadyToStartContainers")
+        assert ready is not None and ready["status"] == "True"
+
+
 async def test_a_pod_that_does_not_fit_is_rejected_with_upstreams_reason(tmp_path: Path) -> None:
     async with running_agent(tmp_path, cpu_milli=1000) as (cluster, agent):
         key = "default/huge"

@@ -12,7 +12,7 @@ from inplace.node.model import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
     Alloc,
-    ContainerState,
+    MemoryShrink,
     admission_check,
     approval_hold,
     arbiter_decided,
@@ -21,10 +21,10 @@ from inplace.node.model import (
     crash_backoff,
     desired_allocs,
     fits_allocatable,
+    memory_decrease_error,
     plan_resize,
     pod_allocated_requests,
     pod_cgroup,
-    pod_phase,
     requests_grow,
     restart_needed,
 )
@@ -307,61 +307,6 @@ def test_crash_backoff_doubles_to_five_minutes_and_resets_after_ten() -> None:
     assert crash_backoff(BACKOFF_MAX, ran_for=599.0) == BACKOFF_MAX
 
 
-# -- status ----------------------------------------------------------------------------------
-
-
-def cs(
-    state: str, exit_code: int | None = None, restarts: int = 0, last: bool = False
-) -> ContainerState:
-    c = ContainerState("c", state=state, exit_code=exit_code, restart_count=restarts)  # type: ignore[arg-type]
-    if last:
-        c.last_state = {"terminated": {"exitCode": 1}}
-    return c
-
-
-@pytest.mark.parametrize(
-    ("containers", "policy", "initialized", "failed_init", "phase"),
-    [
-        ([cs("waiting")], "Always", True, False, "Pending"),
-        ([cs("running")], "Always", False, False, "Pending"),
-        ([cs("running"), cs("terminated", 0)], "Never", True, False, "Running"),
-        ([cs("terminated", 0)], "Never", True, False, "Succeeded"),
-        ([cs("terminated", 0), cs("terminated", 1)], "Never", True, False, "Failed"),
-        ([cs("terminated", 1)], "OnFailure", True, False, "Running"),
-        ([cs("terminated", 0)], "OnFailure", True, False, "Succeeded"),
-        ([cs("waiting", restarts=3, last=True)], "Always", True, False, "Running"),
-        ([cs("waiting")], "Never", False, True, "Failed"),
-    ],
-)
-def test_pod_phase(
-    containers: list[ContainerState], policy: str, initialized: bool, failed_init: bool, phase: str
-) -> None:
-    assert pod_phase(containers, policy, initialized=initialized, failed_init=failed_init) == phase
-
-
-def test_container_status_shapes() -> None:
-    c = ContainerState("main", image="busybox", state="running", started_at="T1", pid=42)
-    alloc = Alloc({"cpu": "1"}, {"cpu": "2"})
-    out = c.status(allocated=alloc, actual=alloc)
-    assert out["state"] == {"running": {"startedAt": "T1"}}
-    assert out["ready"] and out["started"] and out["containerID"] == "inplace://42"
-    assert out["allocatedResources"] == {"cpu": "1"}
-    assert out["resources"] == {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}
-    c.state, c.exit_code, c.reason, c.finished_at = "terminated", 137, "OOMKilled", "T2"
-    term = c.status(allocated=None, actual=None)["state"]["terminated"]
-    assert term == {
-        "exitCode": 137,
-        "reason": "OOMKilled",
-        "startedAt": "T1",
-        "finishedAt": "T2",
-        "containerID": "inplace://42",
-    }
-    c.state, c.reason, c.message = "waiting", "CrashLoopBackOff", "back-off 10s"
-    out = c.status(allocated=None, actual=None)
-    assert out["state"] == {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}
-    assert not out["ready"] and "allocatedResources" not in out
-
-
 def test_retry_order_follows_the_design() -> None:
     from inplace.node.model import PendingResize, retry_order
 
@@ -555,3 +500,39 @@ def test_arbiter_decided_reads_the_generation_stamp(
     conditions: list[dict[str, Any]], decided: bool
 ) -> None:
     assert arbiter_decided({"status": {"conditions": conditions}}, 3) is decided
+
+
+@pytest.mark.parametrize(
+    ("pod", "containers", "expected"),
+    [
+        # nothing decreases: nothing read, nothing refused
+        (MemoryShrink("", 300, 200, None), [MemoryShrink("main", 200, 100, None)], None),
+        # decreasing but above usage
+        (MemoryShrink("", 100, 200, 50), [MemoryShrink("main", 60, 100, 40)], None),
+        # the container below its usage: the message names the pod's usage (upstream's)
+        (
+            MemoryShrink("", None, None, 90),
+            [MemoryShrink("main", 50, 100, 70), MemoryShrink("side", 10, 10, 5)],
+            'cannot decrease memory limits: attempting to set container "main" memory limit '
+            "(50) below current usage (90)",
+        ),
+        # a limit added counts as decreasing; pod and container: both, in brackets
+        (
+            MemoryShrink("", 80, None, 100),
+            [MemoryShrink("main", 50, None, 100), MemoryShrink("side", 30, 30, 1)],
+            "cannot decrease memory limits: [attempting to set pod memory limit (80) below "
+            'current usage (100), attempting to set container "main" memory limit (50) below '
+            "current usage (100)]",
+        ),
+        (
+            MemoryShrink("", 80, 100, None),
+            [],
+            "cannot decrease memory limits: missing pod memory usage",
+        ),
+    ],
+)
+def test_memory_decrease_error_is_the_kubelets(
+    pod: MemoryShrink, containers: list[MemoryShrink], expected: str | None
+) -> None:
+    """kuberuntime_manager.go validateMemoryResizeAction, NewAggregate's formatting."""
+    assert memory_decrease_error(pod, containers) == expected

@@ -77,14 +77,17 @@ async def test_a_growth_waits_for_approval_and_one_larger_than_the_node_is_infea
         # The agent saw generation 2 and says so (status and its own conditions), nothing
         # about the resize itself: that is the arbiter's to decide.
         ((_, seen),) = cluster.status_patches[patches:]
-        assert set(seen) == {"observedGeneration", "conditions"}
+        assert set(seen) == {"observedGeneration", "conditions", "$setElementOrder/conditions"}
         assert seen["observedGeneration"] == 2
-        assert {c["type"] for c in seen["conditions"]} == {
-            "PodScheduled",
+        kubelets = [
+            "PodReadyToStartContainers",
             "Initialized",
-            "ContainersReady",
             "Ready",
-        }
+            "ContainersReady",
+            "PodScheduled",
+        ]
+        assert [c["type"] for c in seen["conditions"]] == kubelets
+        assert seen["$setElementOrder/conditions"] == [{"type": t} for t in kubelets]
         assert all(c["observedGeneration"] == 2 for c in seen["conditions"])
 
         cluster.put(_approve(copy.deepcopy(cluster.pods[key]), 2))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from inplace.node.agent import NodeAgent
-from inplace.node.cgroups.base import CgroupWriteError
+from inplace.node.cgroups.base import CgroupResources, CgroupUsage, CgroupWriteError
 from inplace.node.worker import PodWorker
 from tests.node.fakes import (
     Event,
@@ -269,3 +269,61 @@ async def test_a_pod_that_ended_reports_no_resize(tmp_path: Path) -> None:
         assert w.phase() == "Succeeded"
         assert await agent.reconcile(key) is None
         assert cluster.condition(key, "PodResizePending") is None
+
+
+async def test_a_memory_limit_below_usage_is_refused_before_any_cgroup_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kuberuntime_manager.go validateMemoryResizeAction: a memory limit lowered to or below
+    what the cgroup uses is refused before the kubelet touches a cgroup, with its message;
+    once usage fits, the same allocation is written."""
+    async with running_agent(tmp_path, admit_without_scheduler=True, cpu_milli=2000) as (
+        cluster,
+        agent,
+    ):
+        key = await admit_running(cluster, agent, pod("hog", cpu="250m", memory="128Mi"))
+        w = _worker(agent, key)
+        seen = len(cluster.events)
+        driver = agent.ctx.driver
+        usage = {"bytes": 100 << 20}
+
+        def used(path: str) -> CgroupUsage:
+            return CgroupUsage(0, usage["bytes"], usage["bytes"])
+
+        writes: list[str] = []
+        update = driver.update
+
+        def recorded(path: str, resources: CgroupResources) -> None:
+            writes.append(path)
+            update(path, resources)
+
+        monkeypatch.setattr(driver, "usage", used)
+        monkeypatch.setattr(driver, "update", recorded)
+        _resized(cluster, key, cpu="250m", memory="64Mi", generation=2)
+        assert await agent.reconcile(key) is not None  # retried with back-off
+        assert writes == []
+        error = (
+            "cannot decrease memory limits: [attempting to set pod memory limit (67108864) "
+            f'below current usage ({100 << 20}), attempting to set container "main" memory '
+            f"limit (67108864) below current usage ({100 << 20})]"
+        )
+        progress = cluster.condition(key, "PodResizeInProgress")
+        assert progress is not None
+        assert (progress["reason"], progress["message"], progress["observedGeneration"]) == (
+            "Error",
+            error,
+            2,
+        )
+        # the event's JSON (events/resize.go) escapes the quotes
+        assert _events(cluster, key, seen)[-1] == (
+            "Warning",
+            "ResizeError",
+            "Pod resize error: " + _summary("250m", "64Mi", 2, error.replace('"', '\\"')),
+        )
+        assert w.actual["main"].limits["memory"] == "128Mi"
+
+        usage["bytes"] = 10 << 20
+        assert await agent.reconcile(key) is None
+        assert writes  # written now
+        assert cluster.condition(key, "PodResizeInProgress") is None
+        assert w.actual["main"].limits["memory"] == "64Mi"

@@ -54,6 +54,9 @@ async def test_a_successor_re_adopts_running_pods_and_reaps_the_gone(tmp_path: P
             assert again is not None
             assert again.containers["main"].state == "running"
             assert again.containers["main"].pid == pid  # the same process, not a new one
+            # who it runs as and its sandbox, as reported before the restart
+            assert again.containers["main"].user == w.containers["main"].user is not None
+            assert again.sandbox_ready
             assert again.allocated == w.allocated
             assert runtime.stopped == [(4_999_999, 0)]  # the orphan, and only it
             assert [cp.uid for cp in successor.ctx.checkpoints.load_all()] == [w.uid]

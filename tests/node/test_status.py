@@ -17,12 +17,14 @@ async def test_status_sync_writes_what_changed_and_nothing_when_nothing_did(
         assert status["containerStatuses"][0]["state"]["running"]["startedAt"]
         ready = cluster.condition(key, "Ready")
         assert ready is not None and ready["status"] == "True"
-        assert {c["type"] for c in status["conditions"]} == {
-            "PodScheduled",
+        # the kubelet's set and order (pkg/kubelet/kubelet_pods.go generateAPIPodStatus)
+        assert [c["type"] for c in status["conditions"]] == [
+            "PodReadyToStartContainers",
             "Initialized",
-            "ContainersReady",
             "Ready",
-        }
+            "ContainersReady",
+            "PodScheduled",
+        ]
         patches = len(cluster.status_patches)
         await agent.reconcile(key)
         assert len(cluster.status_patches) == patches  # nothing changed: nothing written

@@ -245,10 +245,18 @@ def status_update(
     now: str,
     fields: Mapping[str, Any] | None = None,
     decisions: Mapping[str, Decision] | None = None,
+    order: Sequence[str] | None = None,
 ) -> StatusPatch | None:
     """The status patch a writer sends to bring ``pod`` to its ``fields`` (top-level
     ``status`` fields it owns: only those that differ are sent) and condition
-    ``decisions``; None when there is nothing to write."""
+    ``decisions``; None when there is nothing to write.
+
+    ``order``: where the writer's condition types go in ``status.conditions`` (the kubelet
+    sends its whole list, so its conditions stand in its order): a patch that writes
+    conditions then lists its items in that order and carries
+    ``$setElementOrder/conditions`` with the writer's types the pod will have; the API
+    server orders those so and keeps the others (other writers'), placed by where they were
+    (upstream's ``normalizeElementOrder``)."""
     status = pod.get("status") or {}
     body = {k: v for k, v in (fields or {}).items() if status.get(k) != v}
     conditions = condition_patch(
@@ -259,6 +267,28 @@ def status_update(
         pod_generation=(pod.get("metadata") or {}).get("generation"),
     )
     body.update(conditions.status)
+    if order is not None and body.get("conditions"):
+        _set_order(body, status.get("conditions") or (), order)
     if not body:
         return None
     return StatusPatch(body, conditions.guarded, conditions.types)
+
+
+def _set_order(
+    body: dict[str, Any], current: Sequence[Mapping[str, Any]], order: Sequence[str]
+) -> None:
+    """Order ``body``'s condition items by ``order`` (types it does not name last) and add
+    the ``$setElementOrder/conditions`` directive for the types ``order`` names that will
+    exist once the patch is applied."""
+    rank = {ctype: i for i, ctype in enumerate(order)}
+    items: list[dict[str, Any]] = sorted(
+        body["conditions"], key=lambda item: rank.get(item["type"], len(rank))
+    )
+    body["conditions"] = items
+    written = {item["type"] for item in items if item.get("$patch") != "delete"}
+    deleted = {item["type"] for item in items if item.get("$patch") == "delete"}
+    stored = {c.get("type") for c in current if isinstance(c, Mapping)}
+    present = (stored | written) - deleted
+    named = [ctype for ctype in order if ctype in present]
+    named += [item["type"] for item in items if item["type"] in written - set(order)]
+    body["$setElementOrder/conditions"] = [{"type": ctype} for ctype in named]

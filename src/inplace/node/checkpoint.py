@@ -46,6 +46,9 @@ class ContainerCheckpoint:
     reason: str = ""
     finished_at: str | None = None
     last_state: dict[str, Any] = field(default_factory=dict)
+    user: dict[str, Any] | None = None
+    """Who its process runs as (``containerStatuses[].user.linux``); None before its start
+    (and in checkpoints of agents that did not record it)."""
 
 
 @dataclass

@@ -69,6 +69,7 @@ class Lifecycle:
                 await asyncio.to_thread(self._ensure_cgroup, ctx.paths.pod(w.uid), pod_cg)
             if not await self._prepare_sandbox(w, pod_cg.memory_limit_bytes):
                 return
+            w.sandbox_ready = True  # reported with the containers' start
             init = list(w.spec.get("initContainers") or ())
             policy = w.spec.get("restartPolicy", "Always")
             sidecars: list[asyncio.Task[None]] = []
@@ -315,6 +316,7 @@ class Lifecycle:
         command = [*(c.get("command") or ()), *(c.get("args") or ())]
         path = ctx.paths.container(w.uid, name)
         log_path = ctx.paths.log(w, name, cs.restart_count)
+        self._pulled(w, c)
         try:
             if not command:
                 raise ProcessStartError(
@@ -358,8 +360,10 @@ class Lifecycle:
             ctx.notify(w)
             return None
         w.procs[name] = proc
-        ctx.event(w, "Created", f"Created container: {name}", field_path=w.field_path(name))
-        ctx.event(w, "Started", f"Started container {name}", field_path=w.field_path(name))
+        cs.user = self._user(w, c)
+        # the kubelet's words (pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer)
+        ctx.event(w, "Created", "Container created", field_path=w.field_path(name))
+        ctx.event(w, "Started", "Container started", field_path=w.field_path(name))
         readonly = ctx.sandboxes.readonly_root(w.uid, name)
         if readonly is not None:
             ctx.event(
@@ -379,6 +383,29 @@ class Lifecycle:
         if name in w.started:
             w.started[name].set()
         return proc
+
+    def _user(self, w: PodWorker, c: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Who the container's process runs as, as the runtime reports it
+        (``containerStatuses[].user.linux``: containerd's uid, gid and additional gids, the
+        gid first): its launch's identity (:mod:`.security`)."""
+        try:
+            sec = self.ctx.sandboxes.security(w.pod, c)
+        except ConfigError:
+            return None
+        return {"uid": sec.uid, "gid": sec.gid, "supplementalGroups": list(sec.groups)}
+
+    def _pulled(self, w: PodWorker, c: Mapping[str, Any]) -> None:
+        """The kubelet's image step before each container start (``EnsureImageExists`` in
+        ``pkg/kubelet/images/image_manager.go``), whose event says the image is there and the
+        pod may use it. The agent runs the node's own programs: there is nothing to pull, so
+        it is always there, whatever ``imagePullPolicy`` says."""
+        image = str(c.get("image") or "")
+        self.ctx.event(
+            w,
+            "Pulled",
+            f'Container image "{image}" already present on machine and can be accessed by the pod',
+            field_path=w.field_path(c["name"]),
+        )
 
     async def _launch(
         self, w: PodWorker, c: Mapping[str, Any]

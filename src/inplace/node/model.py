@@ -27,7 +27,11 @@ from inplace.api.resources import container_limits, container_requests, pod_requ
 from inplace.api.timestamps import rfc3339
 
 from .cgroups.base import CgroupResources
-from .cgroups.mapping import ContainerSizing, container_resources, pod_resources
+from .cgroups.mapping import (
+    ContainerSizing,
+    container_resources,
+    pod_resources,
+)
 
 __all__ = [
     "APPROVAL_HOLD",
@@ -37,7 +41,6 @@ __all__ = [
     "NO_ALLOC",
     "Alloc",
     "CgroupWrite",
-    "ContainerState",
     "FitResult",
     "PendingResize",
     "admission_check",
@@ -45,12 +48,14 @@ __all__ = [
     "allocs_to_json",
     "approval_hold",
     "arbiter_decided",
+    "canonical_quantity",
     "crash_backoff",
     "desired_allocs",
     "fits_allocatable",
+    "memory_decrease_error",
     "plan_resize",
     "pod_allocated_requests",
-    "pod_phase",
+    "requirements_json",
     "resize_message",
     "restart_needed",
     "retry_order",
@@ -354,7 +359,7 @@ def pod_cgroup(pod: Mapping[str, Any], allocs: Mapping[str, Alloc]) -> CgroupRes
     return pod_resources(app, init_containers=init)
 
 
-def _canonical(value: Any) -> Any:
+def canonical_quantity(value: Any) -> Any:
     """A quantity as Go's ``resource.Quantity`` marshals it (canonical form)."""
     try:
         return str(Quantity.parse(value))
@@ -365,10 +370,10 @@ def _canonical(value: Any) -> Any:
 def _resource_list(values: Any) -> dict[str, Any]:
     if not isinstance(values, Mapping):
         return {}
-    return {name: _canonical(values[name]) for name in sorted(values)}
+    return {name: canonical_quantity(values[name]) for name in sorted(values)}
 
 
-def _requirements(resources: Mapping[str, Any] | None, alloc: Alloc | None) -> dict[str, Any]:
+def requirements_json(resources: Mapping[str, Any] | None, alloc: Alloc | None) -> dict[str, Any]:
     """A container's ``resources`` as Go marshals ``v1.ResourceRequirements`` (``limits``,
     ``requests``, ``claims``, empty ones left out); with ``alloc``, its cpu and memory are
     the allocated ones (upstream's allocated pod: the spec with the checkpointed resources)."""
@@ -423,13 +428,75 @@ def resize_message(
         items = []
         for c in spec.get(key) or ():
             alloc = None if allocated is None else allocated.get(c["name"])
-            items.append({"name": c["name"], "resources": _requirements(c.get("resources"), alloc)})
+            items.append(
+                {"name": c["name"], "resources": requirements_json(c.get("resources"), alloc)}
+            )
         if items:
             summary[key] = items
     summary["generation"] = generation or 0
     if error:
         summary["error"] = error
     return f"{prefix}: {_go_json(summary)}"
+
+
+@dataclass(frozen=True)
+class MemoryShrink:
+    """One cgroup's memory limit in a resize and what it holds now (bytes, None unknown)."""
+
+    name: str
+    """The container's name, or ``""`` for the pod's cgroup."""
+    desired: int | None
+    """The limit the resize asks for, as asked (not page-rounded); None: no limit."""
+    current: int | None
+    """The limit the cgroup holds now; None: no limit."""
+    usage: int | None
+    """``memory.usage_in_bytes`` now."""
+
+    @property
+    def decreasing(self) -> bool:
+        """A limit that is set and is lower than the current one, or is added."""
+        if not self.desired:
+            return False
+        return not self.current or self.desired < self.current
+
+
+def memory_decrease_error(pod: MemoryShrink, containers: Sequence[MemoryShrink]) -> str | None:
+    """Why a resize must not lower a memory limit now, in the kubelet's words, or None.
+
+    The kubelet's check before it writes any cgroup (``validateMemoryResizeAction`` in
+    ``pkg/kubelet/kuberuntime/kuberuntime_manager.go``): the pod's cgroup and each container
+    whose limit decreases (or is added) must use less than its new limit, else the resize is
+    refused with ``cannot decrease memory limits: E`` (E one error, or ``[E1, E2]``, duplicates
+    dropped, as ``utilerrors.NewAggregate`` prints them). The pod comes first, then the
+    containers (``containers`` in the spec's order; the kubelet's is its stats'). A container's
+    error names the *pod's* usage, as upstream's message does (it prints
+    ``podUsageStats.Memory.UsageBytes``)."""
+    decreasing = [c for c in containers if c.decreasing]
+    if not pod.decreasing and not decreasing:
+        return None
+    errors: list[str] = []
+    if pod.decreasing:
+        if pod.usage is None:
+            errors.append("missing pod memory usage")
+        elif pod.usage >= (pod.desired or 0):
+            errors.append(
+                f"attempting to set pod memory limit ({pod.desired}) below current usage "
+                f"({pod.usage})"
+            )
+    for c in decreasing:
+        if c.usage is None:
+            errors.append(f'missing container "{c.name}" memory usage')
+        elif c.usage >= (c.desired or 0):
+            shown = pod.usage if pod.usage is not None else c.usage
+            errors.append(
+                f'attempting to set container "{c.name}" memory limit ({c.desired}) below '
+                f"current usage ({shown})"
+            )
+    if not errors:
+        return None
+    unique = list(dict.fromkeys(errors))
+    text = unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
+    return f"cannot decrease memory limits: {text}"
 
 
 @dataclass(frozen=True)
@@ -518,103 +585,3 @@ def crash_backoff(previous: float | None, ran_for: float) -> float:
     if previous is None or ran_for >= BACKOFF_RESET_AFTER:
         return 0.0
     return CRASH_LOOP.next(previous)
-
-
-# -- status ----------------------------------------------------------------------------------
-
-
-@dataclass
-class ContainerState:
-    """What the agent knows about one container, from which its status is built."""
-
-    name: str
-    image: str = ""
-    init: bool = False
-    sidecar: bool = False
-    restart_count: int = 0
-    state: Literal["waiting", "running", "terminated"] = "waiting"
-    reason: str = "ContainerCreating"
-    message: str = ""
-    exit_code: int | None = None
-    signal: int | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    pid: int | None = None
-    last_state: dict[str, Any] = field(default_factory=dict)
-    """``lastState`` as the API shows it (``{"terminated": {...}}``) or empty."""
-    backoff: float | None = None
-    """The current CrashLoopBackOff delay, None before the first restart."""
-
-    def status(self, *, allocated: Alloc | None, actual: Alloc | None) -> dict[str, Any]:
-        """``containerStatuses[]`` entry, upstream's shape."""
-        state: dict[str, Any]
-        if self.state == "running":
-            state = {"running": {"startedAt": self.started_at}}
-        elif self.state == "terminated":
-            term: dict[str, Any] = {
-                "exitCode": self.exit_code if self.exit_code is not None else 0,
-                "reason": self.reason or ("Completed" if not self.exit_code else "Error"),
-                "startedAt": self.started_at,
-                "finishedAt": self.finished_at,
-                "containerID": f"inplace://{self.pid}" if self.pid else None,
-            }
-            if self.signal:
-                term["signal"] = self.signal
-            if self.message:
-                term["message"] = self.message
-            state = {"terminated": {k: v for k, v in term.items() if v is not None}}
-        else:
-            waiting: dict[str, Any] = {"reason": self.reason or "ContainerCreating"}
-            if self.message:
-                waiting["message"] = self.message
-            state = {"waiting": waiting}
-        running = self.state == "running"
-        out: dict[str, Any] = {
-            "name": self.name,
-            "state": state,
-            "lastState": self.last_state,
-            "ready": running,
-            "restartCount": self.restart_count,
-            "image": self.image,
-            "imageID": f"inplace://{self.image}" if self.image else "",
-            "started": running,
-        }
-        if self.pid:
-            out["containerID"] = f"inplace://{self.pid}"
-        if allocated is not None and allocated.requests:
-            out["allocatedResources"] = dict(allocated.requests)
-        if actual is not None and (actual or running):
-            # A running container always reports its resources, if none ({}): upstream's API
-            # server refuses to resize a pod whose running containers report none.
-            out["resources"] = actual.to_json()
-        return out
-
-
-def pod_phase(
-    app: Iterable[ContainerState], restart_policy: str, *, initialized: bool, failed_init: bool
-) -> str:
-    """Upstream's phase rules (``getPhase``): Failed when an init container failed for good;
-    Pending until initialized; Running while any app container runs or will restart;
-    Succeeded when all ended with 0; Failed when all ended and one failed."""
-    if failed_init:
-        return "Failed"
-    containers = list(app)
-    if not initialized or not containers:
-        return "Pending"
-    running = sum(1 for c in containers if c.state == "running")
-    waiting = sum(1 for c in containers if c.state == "waiting")
-    if running:
-        return "Running"
-    if waiting:
-        # Waiting to start for the first time, or in back-off before a restart.
-        if all(
-            c.restart_count == 0 and not c.last_state for c in containers if c.state == "waiting"
-        ):
-            return "Pending"
-        return "Running"
-    failed = any((c.exit_code or 0) != 0 for c in containers)
-    if restart_policy == "Always":
-        return "Running"
-    if failed and restart_policy == "OnFailure":
-        return "Running"
-    return "Failed" if failed else "Succeeded"

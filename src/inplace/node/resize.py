@@ -6,15 +6,20 @@ no request grows; it re-checks the fit on its own ledger (``PodResizePending`` o
 ``Deferred``, or with the scheduler's arbiter ``Infeasible`` when larger than the node),
 allocates (checkpoint first: a crash now re-applies on restart), restarts the containers
 whose ``resizePolicy`` says so, and writes the cgroups in the safe order from
-:func:`~inplace.node.model.plan_resize`. A write the kernel refuses (a memory limit below
-usage) leaves ``PodResizeInProgress`` with reason ``Error`` and is retried with back-off.
-Conditions and events are reported as the kubelet 1.36 reports them (:meth:`Resizer.resize`).
+:func:`~inplace.node.model.plan_resize`. A memory limit below what the cgroup uses (the
+kernel would refuse it: ``EBUSY`` on v1) is refused before any cgroup is written, as the
+kubelet refuses it
+(:meth:`Resizer.memory_refusal`); that, or a write the kernel refuses all the same (usage
+grew meanwhile), leaves ``PodResizeInProgress`` with reason ``Error`` and is retried with
+back-off. Conditions and events are reported as the kubelet 1.36 reports them
+(:meth:`Resizer.resize`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -22,7 +27,7 @@ from inplace.api.annotations import RESIZE_POLICY, RESTART
 from inplace.api.backoff import RESIZE_RETRY
 from inplace.api.conditions import Decision, absent, present
 
-from .cgroups.base import CgroupError, CgroupResources, CgroupWriteError
+from .cgroups.base import CgroupDriver, CgroupError, CgroupResources, CgroupWriteError
 from .cgroups.mapping import ContainerSizing
 from .context import NodeContext
 from .ledger import Ledger
@@ -31,9 +36,11 @@ from .model import (
     Alloc,
     CgroupWrite,
     FitResult,
+    MemoryShrink,
     container_cgroup,
     desired_allocs,
     fits_allocatable,
+    memory_decrease_error,
     plan_resize,
     pod_allocated_requests,
     pod_cgroup,
@@ -180,9 +187,12 @@ class Resizer:
         if step.restarts:
             await self._stop_for_restart(w, step.restarts)
         try:
+            refused = await self.memory_refusal(w, sizes, step.restarts)
+            if refused is not None:
+                return self._failed(w, progress, refused)
             await self.write_cgroups(w)
         except CgroupWriteError as exc:
-            return self._failed(w, progress, exc)
+            return self._failed(w, progress, f"resize of {w.key} could not be applied: {exc}")
         finally:
             for n in step.restarts:
                 w.resume[n].set()
@@ -223,11 +233,55 @@ class Resizer:
         ]
         await asyncio.gather(*stops, return_exceptions=True)
 
-    def _failed(self, w: PodWorker, progress: Decision, exc: CgroupWriteError) -> float:
-        """A cgroup write the kernel refused: ``PodResizeInProgress`` reason ``Error``, with
-        the generation of the allocation being applied, and its event only when the
-        condition changes (as the kubelet reports it); a retry delay."""
-        message = f"resize of {w.key} could not be applied: {exc}"
+    async def memory_refusal(self, w: PodWorker, sizes: _Sizes, restarts: list[str]) -> str | None:
+        """Why the allocation must not be written now, in the kubelet's words, or None: a
+        memory limit it lowers (the pod's, or a running container's that is not restarted
+        for it) at or below what that cgroup uses (:func:`~inplace.node.model.
+        memory_decrease_error`, the kubelet's check before it touches a cgroup). Nothing is
+        read (the resize's latency path) unless a limit goes down by what the agent applied
+        last; then the pod cgroup's limit and the usages."""
+        driver, paths = self.ctx.driver, self.ctx.paths
+        pod_path = paths.pod(w.uid)
+        pod_desired = pod_cgroup(w.pod, w.allocated).memory_limit_bytes
+        names = [
+            n
+            for n in sizes.names
+            if n not in restarts and w.containers[n].state == "running" and n in w.procs
+        ]
+        containers = [
+            MemoryShrink(n, sizes.allocated[n].limits_memory, sizes.actual[n].limits_memory, None)
+            for n in names
+        ]
+        applied = pod_cgroup(w.pod, w.actual).memory_limit_bytes
+        if not MemoryShrink("", pod_desired, applied, None).decreasing and not any(
+            c.decreasing for c in containers
+        ):
+            return None
+
+        def read() -> tuple[MemoryShrink, list[MemoryShrink]]:
+            current = driver.read(pod_path).memory_limit_bytes
+            pod = MemoryShrink("", pod_desired, current, None)
+            if not pod.decreasing and not any(c.decreasing for c in containers):
+                return pod, containers
+            pod = dataclasses.replace(pod, usage=_memory_usage(driver, pod_path))
+            used = [
+                dataclasses.replace(c, usage=_memory_usage(driver, paths.container(w.uid, c.name)))
+                if c.decreasing
+                else c
+                for c in containers
+            ]
+            return pod, used
+
+        try:  # a few files of the cgroup fs: microseconds, on the loop as the writes are
+            pod, used = read()
+        except CgroupError:
+            return None  # not there to read: the writes will say what is wrong
+        return memory_decrease_error(pod, used)
+
+    def _failed(self, w: PodWorker, progress: Decision, message: str) -> float:
+        """A resize that could not be applied (``message`` says why): ``PodResizeInProgress``
+        reason ``Error``, with the generation of the allocation being applied, and its event
+        only when the condition changes (as the kubelet reports it); a retry delay."""
         error = present(progress.generation, "True", "Error", message, probed=True)
         if error.condition != progress.condition:
             text = resize_message(
@@ -357,6 +411,15 @@ class Resizer:
             current[path] = old
             containers.append((path, old, driver.normalize(container_cgroup(w.allocated[n]))))
         return plan_resize(pod_path, pod_old, pod_new, containers), current
+
+
+def _memory_usage(driver: CgroupDriver, path: str) -> int | None:
+    """The cgroup's ``memory.usage_in_bytes`` (what the kubelet's stats call ``UsageBytes``),
+    None when it cannot be read."""
+    try:
+        return driver.usage(path).memory_usage_bytes
+    except (CgroupError, OSError, ValueError):
+        return None
 
 
 def _settled(generation: int | None) -> dict[str, Decision]:

@@ -64,6 +64,7 @@ def _apply_checkpoint(
         cs.restart_count = cc.restart_count
         cs.started_at = cc.started_at
         cs.last_state = cc.last_state
+        cs.user = cc.user
         cs.state = "waiting" if cc.state == "running" else cc.state  # type: ignore[assignment]
         cs.exit_code, cs.reason, cs.finished_at = cc.exit_code, cc.reason, cc.finished_at
         if cc.state == "waiting" and cc.last_state:
@@ -87,6 +88,9 @@ def _apply_checkpoint(
         cs.state, cs.pid, cs.reason = "running", proc.pid, ""
         w.started_mono[name] = time.monotonic()
         log.info("re-adopted %s/%s pid %d", w.key, name, proc.pid)
+    # Something of it runs, or its namespaces are pinned: its sandbox is there (the pod's
+    # task finds it so again), so PodReadyToStartContainers does not flap on a restart.
+    w.sandbox_ready = bool(w.procs) or ctx.sandboxes.exists(w.uid)
 
 
 async def _reap_orphan(ctx: NodeContext, lifecycle: Lifecycle, cp: PodCheckpoint) -> None:

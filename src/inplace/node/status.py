@@ -1,34 +1,76 @@
 """The pod status the agent reports, and how it is written.
 
-:func:`status_fields` and :func:`own_decisions` turn what a
-:class:`~inplace.node.worker.PodWorker` knows into upstream's ``PodStatus``: phase, container
-statuses with allocated and actual resources, ``observedGeneration``, and the agent's
-condition decisions (``PodScheduled``, ``Initialized``, ``ContainersReady``, ``Ready``, plus
-the resize and memory-pause ones). :class:`StatusWriter` writes them under the status-writers
-rule (:mod:`inplace.api.conditions`): only what differs from the pod as last seen, the
-agent's own condition types only, never overriding a decision made for a newer generation.
+:func:`status_fields`, :func:`pod_level_fields` and :func:`own_decisions` turn what a
+:class:`~inplace.node.worker.PodWorker` knows into upstream's ``PodStatus`` as the kubelet
+1.36 generates it (``generateAPIPodStatus`` in ``pkg/kubelet/kubelet_pods.go``): phase,
+container statuses with allocated and actual resources, their users and volume mounts, the
+pod-level ``allocatedResources`` and ``resources``, ``observedGeneration``, and the agent's
+condition decisions (``PodReadyToStartContainers``, ``Initialized``, ``Ready``,
+``ContainersReady``, ``PodScheduled``, plus the resize and memory-pause ones), in the
+kubelet's order (:data:`CONDITION_ORDER`). :class:`StatusWriter` writes them under the
+status-writers rule (:mod:`inplace.api.conditions`): only what differs from the pod as last
+seen, the agent's own condition types only, never overriding a decision made for a newer
+generation.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Final
 
 from inplace.api.conditions import KUBELET, Decision, StatusPatch, absent, status_update
 from inplace.client.status import ComputeStatus
 
+from .cgroups.base import CgroupError, CgroupResources
+from .cgroups.v1 import UNLIMITED_MEMORY
 from .context import NodeContext
 from .model import rfc3339
 from .pause import MemoryPause
-from .worker import PodWorker, pod_meta
+from .status_model import pod_status_allocated, pod_status_resources, volume_mount_statuses
+from .worker import TERMINAL, PodWorker, pod_meta
 
-__all__ = ["StatusWriter", "own_decisions", "status_fields"]
+__all__ = [
+    "CONDITION_ORDER",
+    "StatusWriter",
+    "own_decisions",
+    "pod_level_fields",
+    "status_fields",
+]
+
+CONDITION_ORDER: Final = (
+    "MemoryPaused",
+    "PodResizePending",
+    "PodResizeInProgress",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+"""The order of the agent's conditions in ``status.conditions``: the kubelet's
+(``generateAPIPodStatus`` and the status manager's ``mergePodStatus`` in
+``pkg/kubelet/status/status_manager.go``): conditions it does not own first (here the
+agent's ``MemoryPaused``), then the resize ones, then ``PodReadyToStartContainers``,
+``Initialized``, ``Ready``, ``ContainersReady``, ``PodScheduled``. Conditions of other
+writers keep their places."""
 
 
 def status_fields(w: PodWorker) -> dict[str, Any]:
-    """The top-level status fields the agent owns (all but ``conditions``)."""
+    """The top-level status fields the agent owns (all but ``conditions`` and the pod-level
+    resources, :func:`pod_level_fields`)."""
     spec = w.spec
-    app = [w.containers[c["name"]] for c in spec.get("containers") or ()]
-    init = [w.containers[c["name"]] for c in spec.get("initContainers") or ()]
+
+    def statuses(key: str) -> list[dict[str, Any]]:
+        return [
+            w.containers[c["name"]].status(
+                allocated=w.allocated.get(c["name"]),
+                actual=w.actual.get(c["name"]),
+                volume_mounts=volume_mount_statuses(c),
+            )
+            for c in spec.get(key) or ()
+        ]
+
     fields: dict[str, Any] = {
         "phase": w.phase(),
         "hostIP": "127.0.0.1",
@@ -36,26 +78,46 @@ def status_fields(w: PodWorker) -> dict[str, Any]:
         "podIP": "127.0.0.1",
         "podIPs": [{"ip": "127.0.0.1"}],
         "startTime": w.start_time,
-        "containerStatuses": [
-            c.status(allocated=w.allocated.get(c.name), actual=w.actual.get(c.name)) for c in app
-        ],
+        "containerStatuses": statuses("containers"),
     }
-    if init:
-        fields["initContainerStatuses"] = [
-            c.status(
-                allocated=w.allocated.get(c.name) if c.sidecar else None,
-                actual=w.actual.get(c.name) if c.sidecar else None,
-            )
-            for c in init
-        ]
+    if spec.get("initContainers"):
+        fields["initContainerStatuses"] = statuses("initContainers")
     if w.observed_generation is not None:
         fields["observedGeneration"] = w.observed_generation
     return fields
 
 
+def pod_level_fields(
+    w: PodWorker, stored: Mapping[str, Any], cgroup: CgroupResources | None
+) -> dict[str, Any]:
+    """``allocatedResources`` and ``resources`` of the pod (:func:`~inplace.node.status_model.
+    pod_status_allocated`, :func:`~inplace.node.status_model.pod_status_resources`), as a patch of
+    ``stored`` (the pod's status as stored, which the kubelet's rules read too): a value
+    that changed carries None for each key it no longer has, so the merge drops it; an
+    empty ``allocatedResources`` is left out (None when stored)."""
+    fields: dict[str, Any] = {
+        "allocatedResources": pod_status_allocated(w.pod, w.allocated) or None,
+        "resources": pod_status_resources(w.pod, w.allocated, stored=stored, cgroup=cgroup),
+    }
+    return {name: _replacing(stored.get(name), value) for name, value in fields.items()}
+
+
+def _replacing(old: Any, new: Any) -> Any:
+    """``new`` as a strategic merge patch over ``old``: keys only ``old`` has are nulled."""
+    if old == new or not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return new
+    patch = {key: _replacing(old.get(key), value) for key, value in new.items()}
+    patch.update((key, None) for key in old if key not in new)
+    return patch
+
+
 def own_decisions(w: PodWorker) -> dict[str, Decision]:
-    """``PodScheduled``, ``Initialized``, ``ContainersReady`` and ``Ready``, as kubelet
-    generates them, for the generation the agent acted on."""
+    """``PodReadyToStartContainers``, ``Initialized``, ``Ready``, ``ContainersReady`` and
+    ``PodScheduled``, as the kubelet generates them (``pkg/kubelet/status/generate.go``), for
+    the generation the agent acted on. ``PodReadyToStartContainers`` is True while the pod's
+    sandbox is up (``GeneratePodReadyToStartContainersCondition``: no new sandbox needed):
+    from the moment it was set up until the pod is over (the kubelet stops the sandbox of a
+    terminal pod)."""
     generation = w.observed_generation
     spec = w.spec
     app = [w.containers[c["name"]] for c in spec.get("containers") or ()]
@@ -93,11 +155,15 @@ def own_decisions(w: PodWorker) -> dict[str, Decision]:
                 "message": f"containers with incomplete status: [{' '.join(pending)}]",
             },
         )
+    sandbox = w.sandbox_ready and phase not in TERMINAL
     return {
-        "PodScheduled": Decision(generation, {"status": "True"}),
+        "PodReadyToStartContainers": Decision(
+            generation, {"status": "True" if sandbox else "False"}
+        ),
         "Initialized": initialized,
-        "ContainersReady": cready,
         "Ready": cready,
+        "ContainersReady": cready,
+        "PodScheduled": Decision(generation, {"status": "True"}),
     }
 
 
@@ -119,14 +185,34 @@ class StatusWriter:
             )
         return decisions
 
+    def pod_cgroup(self, w: PodWorker) -> CgroupResources | None:
+        """The pod cgroup's values as the kubelet reads them for the pod's status
+        (``GetPodCgroupConfig``), None when they cannot be read. cgroup v1 says "no memory
+        limit" with a number (:data:`~inplace.node.cgroups.v1.UNLIMITED_MEMORY`), which the
+        kubelet reports; v2's ``max`` it reports as nothing."""
+        try:
+            values = self.ctx.driver.read(self.ctx.paths.pod(w.uid))
+        except (CgroupError, OSError, ValueError):
+            return None
+        if values.memory_limit_bytes is None and self.ctx.driver.name == "v1":
+            values = dataclasses.replace(values, memory_limit_bytes=UNLIMITED_MEMORY)
+        return values
+
     def compute(self, w: PodWorker) -> ComputeStatus:
         """What to write, given the pod as last seen (called again after a conflict)."""
         fields = status_fields(w)
         decisions = self.decisions(w)
+        cgroup = self.pod_cgroup(w)
 
         def compute(pod: Any) -> StatusPatch | None:
+            stored = pod.get("status") or {}
             return status_update(
-                pod, writer=KUBELET, now=rfc3339(), fields=fields, decisions=decisions
+                pod,
+                writer=KUBELET,
+                now=rfc3339(),
+                fields={**fields, **pod_level_fields(w, stored, cgroup)},
+                decisions=decisions,
+                order=CONDITION_ORDER,
             )
 
         return compute

@@ -16,8 +16,9 @@ from typing import Any, Final, Protocol
 from inplace.api.conditions import Decision
 
 from .checkpoint import ContainerCheckpoint, PodCheckpoint
-from .model import Alloc, ContainerState, pod_allocated_requests, pod_phase
+from .model import Alloc, pod_allocated_requests
 from .runtime import ExitStatus, ProcessSpec, RunningProcess
+from .status_model import ContainerState, pod_phase
 
 __all__ = [
     "TERMINAL",
@@ -56,6 +57,9 @@ class PodWorker:
     procs: dict[str, RunningProcess] = field(default_factory=dict)
     initialized: bool = False
     failed_init: bool = False
+    sandbox_ready: bool = False
+    """The pod's sandbox (volumes, namespaces) is set up: containers can start
+    (``PodReadyToStartContainers``)."""
     start_time: str | None = None
     task: asyncio.Task[None] | None = None
     stopping: bool = False
@@ -202,6 +206,7 @@ class PodWorker:
                 reason=cs.reason,
                 finished_at=cs.finished_at,
                 last_state=cs.last_state,
+                user=cs.user,
             )
         return PodCheckpoint(
             uid=self.uid,

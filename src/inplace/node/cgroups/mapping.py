@@ -6,7 +6,8 @@ kubernetes:
 
 * ``pkg/kubelet/cm/helpers_linux.go``: ``MilliCPUToShares`` (0 → ``MinShares`` 2, clamp to
   [2, 262144]), ``MilliCPUToQuota`` (0 → no quota, minimum 1000 µs), ``ResourceConfigForPod``
-  (pod-level cgroup values);
+  (pod-level cgroup values), and back: ``SharesToMilliCPU``, ``QuotaToMilliCPU`` (what the
+  kubelet reports a pod cgroup's values as);
 * ``pkg/kubelet/kuberuntime/kuberuntime_container_linux.go``: container shares come from the
   request, or from the limit when only a limit is set;
 * the cgroup v2 weight conversion kubelet takes from runc/libcontainer
@@ -25,6 +26,7 @@ from .base import DEFAULT_CPU_PERIOD_US, CgroupResources
 
 __all__ = [
     "MAX_SHARES",
+    "MIN_MILLI_CPU_LIMIT",
     "MIN_QUOTA_US",
     "MIN_SHARES",
     "ContainerSizing",
@@ -32,6 +34,8 @@ __all__ = [
     "milli_cpu_to_quota",
     "milli_cpu_to_shares",
     "pod_resources",
+    "quota_to_milli_cpu",
+    "shares_to_milli_cpu",
     "shares_to_weight",
     "weight_to_shares",
 ]
@@ -42,6 +46,9 @@ SHARES_PER_CPU = 1024
 MILLI_CPU_TO_CPU = 1000
 MIN_QUOTA_US = 1000
 """The kernel refuses a CFS quota below 1 ms."""
+MIN_MILLI_CPU_LIMIT = 10
+"""The smallest CPU limit a quota expresses (1000 µs of a 100 ms period): kubelet's
+``MinMilliCPULimit``."""
 MIN_WEIGHT = 1
 MAX_WEIGHT = 10000
 
@@ -62,6 +69,21 @@ def milli_cpu_to_quota(milli: int, period_us: int = DEFAULT_CPU_PERIOD_US) -> in
         return 0
     quota = (milli * period_us) // MILLI_CPU_TO_CPU
     return max(MIN_QUOTA_US, quota)
+
+
+def shares_to_milli_cpu(shares: int) -> int:
+    """The CPU request ``cpu.shares`` stands for (``SharesToMilliCPU``: ``shares * 1000 /
+    1024`` rounded up), 0 below ``MinShares``."""
+    if shares < MIN_SHARES:
+        return 0
+    return -(-(shares * MILLI_CPU_TO_CPU) // SHARES_PER_CPU)
+
+
+def quota_to_milli_cpu(quota_us: int | None, period_us: int) -> int:
+    """The CPU limit a CFS quota stands for (``QuotaToMilliCPU``); 0 for no quota."""
+    if quota_us is None or quota_us < 0 or period_us <= 0:
+        return 0
+    return (quota_us * MILLI_CPU_TO_CPU) // period_us
 
 
 def shares_to_weight(shares: int) -> int:

@@ -53,13 +53,16 @@ from .base import (
 )
 from .mapping import MAX_SHARES, MIN_SHARES
 
-__all__ = ["CONTROLLERS", "REQUIRED_CONTROLLERS", "V1Driver", "v1_mounts"]
+__all__ = ["CONTROLLERS", "REQUIRED_CONTROLLERS", "UNLIMITED_MEMORY", "V1Driver", "v1_mounts"]
 
 CONTROLLERS = ("memory", "cpu", "cpuacct", "freezer", "pids")
 REQUIRED_CONTROLLERS = ("memory", "cpu", "cpuacct")
 
 _UNLIMITED_MEMORY_FLOOR = 1 << 62
 """v1 reports "no limit" as PAGE_COUNTER_MAX pages (9223372036854771712 with 4 KiB pages)."""
+UNLIMITED_MEMORY = page_round_down(2**63 - 1)
+"""What ``memory.limit_in_bytes`` reads without a limit (PAGE_COUNTER_MAX, ``LONG_MAX`` over the
+page size, pages): :meth:`V1Driver.read` says None for it, a kubelet reports the number."""
 
 
 def v1_mounts(mounts: Iterable[Mount] | None = None) -> dict[str, str]:
