@@ -474,7 +474,8 @@ def _start_kubelet_nodes(
 ) -> None:
     """The bed's bridge, then per node containerd (its images imported) and a kubelet;
     returns once every kubelet node is Ready (which takes a CNI config: written first)."""
-    network = podnet.allocate(plane.directory, plane.api_port, lock_dir=plane.directory.parent)
+    # one lock for the machine: beds of different test workers live under different parents
+    network = podnet.allocate(plane.directory, plane.api_port, lock_dir=kubelet_node.RUNTIME_ROOT)
     plane.network = podnet.state_of(network)
     plane.save()
     # kube-apiserver's client identity may use every kubelet API (logs, exec, stats), as

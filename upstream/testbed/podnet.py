@@ -15,8 +15,8 @@ API server's (``kubernetes.default``, the address the kubelet gives every contai
 packet from it be delivered to 127.0.0.1).
 
 Beds run side by side (a test worker each): a bed takes the first ``10.N.0.0/16`` (N from
-200) that no interface of the host uses, under a file lock, and its bridge is named after
-its directory.
+200) that no interface of the host uses, under one lock for the machine (Linux would let two
+bridges hold the same address), and its bridge is named after its directory.
 """
 
 from __future__ import annotations
