@@ -25,6 +25,7 @@ from testbed.images import WORKLOAD_IMAGE
 from tests.poll import wait_until
 
 from .conftest import Bed, cgroup_file, condition, down, pid_of, start_bed, wait_running
+from .test_resize import HOG
 
 NODES = {"agent": "node-1", "kubelet": "kubelet-1"}
 
@@ -84,37 +85,6 @@ spec:
     command: ["sh", "-c", "exec sleep 3600"]
     securityContext: {{runAsUser: 1000, runAsGroup: 3000}}
 """
-
-HOG = """\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  nodeSelector: {{kubernetes.io/hostname: {node}}}
-  terminationGracePeriodSeconds: 2
-  volumes: [{{name: scratch, emptyDir: {{medium: Memory}}}}]
-  containers:
-  - name: main
-    image: {image}
-    imagePullPolicy: IfNotPresent
-    # 100 MiB written to a memory-backed emptyDir is charged to this container's cgroup
-    command:
-    - sh
-    - -c
-    - dd if=/dev/zero of=/scratch/fill bs=1M count=100 && echo allocated && exec sleep 3600
-    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
-    resources:
-      requests: {{cpu: 100m, memory: 200Mi}}
-      limits: {{cpu: 200m, memory: 200Mi}}
-  - name: side
-    image: {image}
-    imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "exec sleep 3600"]
-    resources:
-      requests: {{cpu: 100m, memory: 32Mi}}
-      limits: {{cpu: 100m, memory: 32Mi}}
-"""
-
 
 # -- what is compared --------------------------------------------------------------------
 

@@ -142,17 +142,10 @@ def install(
     with its pods' state and logs."""
     url = f"https://{node_address}:{ports['webhook']}/mutate"
     scratch = scratch_mount_path(operator_paths())
-    _run(
+    _helm_install(
+        helm,
+        kubeconfig,
         [
-            str(helm),
-            "install",
-            RELEASE,
-            str(CHART),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--namespace",
-            NAMESPACE,
-            "--create-namespace",
             "--values",
             str(TESTBED_VALUES),
             "--set-json",
@@ -168,7 +161,7 @@ def install(
             "--set",
             f"scratch.mountPath={scratch}",
             *options,
-        ]
+        ],
     )
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
     deadline = time.monotonic() + timeout
@@ -264,20 +257,10 @@ def uninstall(helm: Path, kubeconfig: Path, *, timeout: float = 120) -> None:
     )
 
 
-def install_image(
-    helm: Path,
-    kubeconfig: Path,
-    *,
-    repository: str,
-    tag: str,
-    options: Sequence[str] = (),
-    timeout: float = 180,
-) -> Install:
-    """``helm install`` the chart as a user does on a real cluster: only the image's
-    repository and tag set (no bed-only value: no webhook URL, no root, no host command), on
-    kubelet nodes that have the image. The kubelet runs the chart's probes, so the
-    Deployment's Available means each pod serves; the API server calls the webhook through
-    its Service. Returns once Available, else ChartError with the pods' state and logs."""
+def _helm_install(
+    helm: Path, kubeconfig: Path, options: Sequence[str], timeout: float = 120
+) -> None:
+    """``helm install`` of the chart as release :data:`RELEASE` in :data:`NAMESPACE`."""
     _run(
         [
             str(helm),
@@ -289,20 +272,32 @@ def install_image(
             "--namespace",
             NAMESPACE,
             "--create-namespace",
-            "--set",
-            f"image.repository={repository}",
-            "--set",
-            f"image.tag={tag}",
             *options,
-        ]
+        ],
+        timeout=timeout + 30,
     )
-    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _available(kubectl):
-            return Install(RELEASE, NAMESPACE, DEPLOYMENT, f"service {DEPLOYMENT}-webhook")
-        time.sleep(0.5)
-    raise ChartError(
-        f"deployment {NAMESPACE}/{DEPLOYMENT} not Available within {timeout:.0f} s:\n"
-        + _pods_report(kubectl)
-    )
+
+
+def install_image(
+    helm: Path,
+    kubeconfig: Path,
+    *,
+    repository: str,
+    tag: str,
+    options: Sequence[str] = (),
+    timeout: float = 180,
+) -> Install:
+    """``helm install`` the chart as a user does on a real cluster: only the image's
+    repository and tag set (no bed-only value: no webhook URL, no root, no host command), on
+    kubelet nodes that have the image. The kubelet runs the chart's probes, so helm's
+    ``--wait`` (the Deployment Available) means each pod serves; the API server calls the
+    webhook through its Service. ChartError with the pods' state and logs otherwise."""
+    values = ["--set", f"image.repository={repository}", "--set", f"image.tag={tag}"]
+    try:
+        _helm_install(
+            helm, kubeconfig, [*values, *options, "--wait", f"--timeout={int(timeout)}s"], timeout
+        )
+    except ChartError as exc:
+        kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE]
+        raise ChartError(f"{exc}\n{_pods_report(kubectl)}") from exc
+    return Install(RELEASE, NAMESPACE, DEPLOYMENT, f"service {DEPLOYMENT}-webhook")

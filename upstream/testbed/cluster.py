@@ -592,25 +592,22 @@ def _install_operator(plane: ControlPlane, binaries: Binaries) -> None:
             )
         except ChartError as exc:
             raise UpError(f"inplace operator: {exc}") from exc
-        plane.operator = {
-            "release": installed.release,
-            "namespace": installed.namespace,
-            "deployment": installed.deployment,
-            "webhook_url": installed.webhook_url,
-            "image": image.name,
-        }
-        plane.save()
-        return
-    ports = {"webhook": _free_port(), "health": _free_port()}
-    try:
-        installed = install(binaries.path("helm"), plane.kubeconfig, node_address=HOST, ports=ports)
-    except ChartError as exc:
-        raise UpError(f"inplace operator: {exc}") from exc
+        extra = {"image": image.name}
+    else:
+        ports = {"webhook": _free_port(), "health": _free_port()}
+        try:
+            installed = install(
+                binaries.path("helm"), plane.kubeconfig, node_address=HOST, ports=ports
+            )
+        except ChartError as exc:
+            raise UpError(f"inplace operator: {exc}") from exc
+        extra = {}
     plane.operator = {
         "release": installed.release,
         "namespace": installed.namespace,
         "deployment": installed.deployment,
         "webhook_url": installed.webhook_url,
+        **extra,
     }
     plane.save()
 
@@ -717,7 +714,10 @@ def down(directory: Path, *, delete_workloads: bool = True) -> list[str]:
         binaries = build(log=False)
         for name in plane.kubelet_nodes:
             socket = kubelet_node.socket_of(directory, name)
-            kubelet_node.stop_runtime(binaries, socket, plane.pids.get(f"{name}-containerd"))
+            kubelet_node.remove_sandboxes(binaries, socket)
+            pid = plane.pids.get(f"{name}-containerd")
+            if pid:
+                _stop(pid, grace=15.0)
     for name in ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]:
         pid = plane.pids.get(name)
         if pid:

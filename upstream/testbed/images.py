@@ -138,8 +138,10 @@ def _busybox(directory: Path) -> Image:
 
 
 def _image(archive: Path, name: str) -> Image:
-    index = json.loads(_member(archive, "index.json"))
-    return Image(archive, name, index["manifests"][0]["digest"], archive.stat().st_size)
+    """A cached archive as :func:`~.oci.write_archive` described it."""
+    digest = json.loads(_member(archive, "index.json"))["manifests"][0]["digest"]
+    manifest = json.loads(_member(archive, "blobs/sha256/" + digest.split(":", 1)[1]))
+    return Image(archive, name, digest, sum(layer["size"] for layer in manifest["layers"]))
 
 
 def _member(archive: Path, name: str) -> bytes:

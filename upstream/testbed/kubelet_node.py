@@ -26,9 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +46,7 @@ __all__ = [
     "import_images",
     "kubelet_argv",
     "make_cgroup_root",
-    "stop_runtime",
+    "remove_sandboxes",
     "write_configs",
 ]
 
@@ -408,37 +406,24 @@ def import_archive(binaries: Binaries, socket: Path, archive: Path, name: str) -
             raise RuntimeError(f"ctr images tag {name} {full}: {out.stderr}")
 
 
-def stop_runtime(binaries: Binaries, socket: Path, containerd_pid: int | None) -> None:
+def remove_sandboxes(binaries: Binaries, socket: Path) -> None:
     """Remove every pod sandbox of a node's containerd (its CNI DEL frees the pod's address
-    and veth), then stop containerd. The kubelet is stopped first, or it would restart
-    them."""
-    if socket.exists():
-        with contextlib.suppress(subprocess.SubprocessError, OSError):
-            subprocess.run(
-                [
-                    str(binaries.path("crictl")),
-                    f"--runtime-endpoint=unix://{socket}",
-                    "--timeout=30s",
-                    "rmp",
-                    "--all",
-                    "--force",
-                ],
-                capture_output=True,
-                timeout=120,
-            )
-    if containerd_pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(containerd_pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                os.kill(containerd_pid, 0)
-            except ProcessLookupError:
-                break
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(containerd_pid, os.WNOHANG)[0] == containerd_pid:
-                    break
-            time.sleep(0.05)
+    and veth). The kubelet is stopped first, or it would start them again; containerd after."""
+    if not socket.exists():
+        return
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
+        subprocess.run(
+            [
+                str(binaries.path("crictl")),
+                f"--runtime-endpoint=unix://{socket}",
+                "--timeout=30s",
+                "rmp",
+                "--all",
+                "--force",
+            ],
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def container_pid(pod: dict[str, Any], container: str) -> int:
